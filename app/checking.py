@@ -1,0 +1,107 @@
+"""``nicguard check``: judge the Trainer objects in files as CREATEs against a file-mode state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.documents import load_yaml
+from app.domain.cluster import ClusterSnapshot, RuntimeKey, runtime_key
+from app.domain.evaluation import Operation, Review, evaluate
+from app.domain.fields import JsonMap, str_at
+from app.domain.inventory import snapshot_of, trainer_kind, with_runtimes
+from app.domain.kinds import Kind
+from app.domain.verdict import Verdict
+from app.files.loader import SourcedObject, load_objects
+from app.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One judged object."""
+
+    api_version: str
+    kind: Kind
+    namespace: str
+    name: str
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind.value,
+            "namespace": self.namespace,
+            "name": self.name,
+            "allowed": self.verdict.allowed,
+            "violations": [
+                {"code": v.code.value, "message": v.message, "field": v.field}
+                for v in self.verdict.violations
+            ],
+            "warnings": list(self.verdict.warnings),
+        }
+
+
+def check_files(state: Path, files: Sequence[Path], settings: Settings) -> list[CheckResult]:
+    """Evaluate every CTR/TR/TrainJob in ``files``; raises StateFileError on unusable input."""
+    snapshot = snapshot_of(
+        (o.obj for o in load_objects([state])),
+        recipe_name=settings.recipe_configmap,
+        load_yaml=load_yaml,
+    )
+    subjects = [(o, kind) for o in load_objects(list(files)) if (kind := trainer_kind(o.obj))]
+    view = with_runtimes(snapshot, dict(_runtime_entries(subjects)))
+    return [_judge(o.obj, kind, view, settings) for o, kind in subjects]
+
+
+def _namespace(obj: JsonMap, kind: Kind) -> str:
+    # kubectl apply puts namespaced objects without a namespace into "default".
+    return (str_at(obj, "metadata", "namespace") or "default") if kind.namespaced else ""
+
+
+def _runtime_entries(
+    subjects: list[tuple[SourcedObject, Kind]],
+) -> list[tuple[RuntimeKey, JsonMap]]:
+    return [
+        (runtime_key(kind, _namespace(o.obj, kind), str_at(o.obj, "metadata", "name") or ""), o.obj)
+        for o, kind in subjects
+        if kind.is_runtime
+    ]
+
+
+def _judge(obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings) -> CheckResult:
+    namespace = _namespace(obj, kind)
+    review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)
+    return CheckResult(
+        api_version=str_at(obj, "apiVersion") or "",
+        kind=kind,
+        namespace=namespace,
+        name=str_at(obj, "metadata", "name") or "",
+        verdict=evaluate(review, view, settings.policy),
+    )
+
+
+def render_json(results: list[CheckResult]) -> str:
+    return json.dumps({"results": [r.to_json() for r in results]}, indent=2)
+
+
+def render_text(results: list[CheckResult]) -> str:
+    """One block per object, verdict first, then each violation with its code and field."""
+    blocks = []
+    for result in results:
+        where = f"{result.namespace}/" if result.namespace else ""
+        lines = [
+            f"{'ALLOWED' if result.verdict.allowed else 'DENIED '} "
+            f"{result.kind.value} {where}{result.name}"
+        ]
+        for violation in result.verdict.violations:
+            lines.append(f"  {violation.render()}")
+            lines.append(f"      at {violation.field}")
+        lines.extend(f"  warning: {warning}" for warning in result.verdict.warnings)
+        blocks.append("\n".join(lines))
+    if not results:
+        return "no ClusterTrainingRuntime, TrainingRuntime or TrainJob found"
+    denied = sum(not r.verdict.allowed for r in results)
+    summary = f"{len(results)} checked, {len(results) - denied} allowed, {denied} denied"
+    return "\n\n".join([*blocks, summary])

@@ -1,0 +1,217 @@
+"""Judging one object's wiring against the recipe and the cluster (SPEC sections 2-4).
+
+Runtimes are judged on their own node template; TrainJobs on the effective annotations of their
+runtime overlaid by their patches. Every applicable rule reports; the result is a Verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.annotation import InterfaceRef
+from app.domain.cluster import ClusterView, Unverifiable
+from app.domain.fields import FieldPath, JsonMap, map_at, str_at
+from app.domain.kinds import Kind, runtime_ref_of
+from app.domain.network_checks import (
+    api_not_served,
+    missing_networks,
+    network_targets,
+    unusable_networks,
+)
+from app.domain.overlay import trainjob_wiring
+from app.domain.policy import RECIPE_BOUND_LABEL, NotReady, OnUnverifiable, Policy
+from app.domain.recipe import RecipeMissing
+from app.domain.recipe_match import compare_with_recipe
+from app.domain.structure import check_structure
+from app.domain.template import NodeTemplate, NodeTemplateMissing, node_template
+from app.domain.verdict import Verdict, VerdictBuilder
+from app.domain.violations import Code, Violation, shown
+from app.domain.wiring import Wiring, template_wiring
+
+_RUNTIME_REF = "spec.runtimeRef"
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """A verdict plus the wiring fingerprint that UPDATE grandfathering compares."""
+
+    verdict: Verdict
+    fingerprint: tuple[object, ...]
+
+
+def assess(
+    kind: Kind, obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
+) -> Assessment:
+    """Judge a ClusterTrainingRuntime, TrainingRuntime or TrainJob; never raises."""
+    if kind is Kind.TRAIN_JOB:
+        return _assess_trainjob(obj, namespace, view, policy)
+    template = node_template(obj)
+    wiring = (
+        template_wiring(template)
+        if isinstance(template, NodeTemplate)
+        else Wiring(None, None, template.path)
+    )
+    out = VerdictBuilder()
+    candidate = _is_recipe_candidate(kind, obj, policy)
+    missing = template if isinstance(template, NodeTemplateMissing) else None
+    _judge(wiring, candidate=candidate, node_missing=missing, view=view, policy=policy, out=out)
+    return Assessment(out.build(), wiring.fingerprint())
+
+
+def _assess_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Policy) -> Assessment:
+    out = VerdictBuilder()
+    ref = runtime_ref_of(obj)
+    fingerprint: tuple[object, ...] = (ref,)
+    runtime_kind = ref.runtime_kind() if ref is not None else None
+    if ref is None or runtime_kind is None:
+        named = "has no name" if ref is None else f"names {shown(ref.describe())}"
+        out.note(f"spec.runtimeRef {named}, not a Trainer runtime; wiring not checked")
+        return Assessment(out.build(), fingerprint)
+    runtime = view.runtime(runtime_kind, namespace, ref.name)
+    if isinstance(runtime, Unverifiable):
+        _unverifiable(
+            out,
+            policy,
+            _RUNTIME_REF,
+            f"the runtime {shown(ref.describe())} cannot be looked up: {runtime.reason}",
+        )
+        return Assessment(out.build(), fingerprint)
+    if runtime is None:
+        out.note(f"runtime {shown(ref.describe())} not found; wiring not checked")
+        return Assessment(out.build(), fingerprint)
+    template = node_template(runtime)
+    wiring = trainjob_wiring(obj, template if isinstance(template, NodeTemplate) else None)
+    missing = (
+        NodeTemplateMissing(
+            f"runtime {shown(ref.describe())}: {template.reason}", FieldPath(_RUNTIME_REF)
+        )
+        if isinstance(template, NodeTemplateMissing)
+        else None
+    )
+    candidate = _is_recipe_candidate(runtime_kind, runtime, policy)
+    _judge(wiring, candidate=candidate, node_missing=missing, view=view, policy=policy, out=out)
+    return Assessment(out.build(), (ref, *wiring.fingerprint()))
+
+
+def _is_recipe_candidate(kind: Kind, runtime: JsonMap, policy: Policy) -> bool:
+    """Recipe-bound by name (CTRs only) or label; binding also needs a delivering recipe."""
+    labelled = str_at(map_at(runtime, "metadata", "labels"), RECIPE_BOUND_LABEL) == "true"
+    named = str_at(runtime, "metadata", "name") in policy.recipe_runtimes
+    return labelled or (kind is Kind.CLUSTER_TRAINING_RUNTIME and named)
+
+
+def _judge(
+    wiring: Wiring,
+    *,
+    candidate: bool,
+    node_missing: NodeTemplateMissing | None,
+    view: ClusterView,
+    policy: Policy,
+    out: VerdictBuilder,
+) -> None:
+    recorded = _recipe_mapping(wiring, view, policy, out) if candidate else None
+    if not wiring.wired:
+        if recorded is not None:
+            out.deny(_unwired(wiring, node_missing))
+        return
+    structure = check_structure(wiring)
+    for violation in structure.violations:
+        out.deny(violation)
+    if structure.secondaries is None:
+        return
+    for position, entry in enumerate(structure.secondaries, start=1):
+        if entry.interface is not None:
+            out.note(f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked")
+    if recorded is not None:
+        divergence = compare_with_recipe(
+            wiring, structure.secondaries, recorded, recipe_ref=out.recipe
+        )
+        if divergence is not None:
+            out.deny(divergence)
+    _check_networks(wiring, structure.secondaries, view, policy, out)
+
+
+def _unwired(wiring: Wiring, node_missing: NodeTemplateMissing | None) -> Violation:
+    if node_missing is not None:
+        return Violation(
+            code=Code.NODE_JOB_MISSING,
+            field=str(node_missing.path),
+            message=f"recipe-bound, but {node_missing.reason}, so its pods cannot be wired",
+        )
+    return Violation(
+        code=Code.INTERFACES_ANNOTATION_MISSING,
+        field=wiring.interfaces_path(),
+        message="recipe-bound, but the node pod template has no networking.gke.io/interfaces "
+        "annotation; its pods would get only eth0",
+    )
+
+
+def _recipe_mapping(
+    wiring: Wiring, view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> tuple[InterfaceRef, ...] | None:
+    """The mapping this candidate is bound to, or None (reporting why it cannot be had)."""
+    recipe = view.recipe()
+    field = wiring.interfaces_path()
+    if isinstance(recipe, Unverifiable):
+        _unverifiable(out, policy, field, f"the recipe ConfigMap cannot be read: {recipe.reason}")
+        return None
+    out.recipe = recipe.ref
+    if isinstance(recipe, RecipeMissing):
+        out.judge(
+            Violation(
+                code=Code.RECIPE_UNAVAILABLE,
+                field=field,
+                message=f"recipe-bound, but the recipe ConfigMap {recipe.ref} does not exist, "
+                "so the mapping cannot be checked against it",
+            ),
+            enforce=policy.recipe_required,
+        )
+        return None
+    if recipe.problem is not None:
+        out.deny(
+            Violation(
+                code=Code.RECIPE_INVALID,
+                field=field,
+                message=f"recipe-bound, but the recipe ConfigMap {recipe.ref} is invalid: "
+                f"{recipe.problem}",
+            )
+        )
+    return recipe.mapping
+
+
+def _check_networks(
+    wiring: Wiring,
+    secondaries: tuple[InterfaceRef, ...],
+    view: ClusterView,
+    policy: Policy,
+    out: VerdictBuilder,
+) -> None:
+    targets = network_targets(secondaries)
+    if not targets:
+        return
+    networks = view.networks()
+    if isinstance(networks, Unverifiable):
+        _unverifiable(
+            out, policy, wiring.interfaces_path(), f"Networks cannot be listed: {networks.reason}"
+        )
+        return
+    if not networks.served:
+        out.deny(api_not_served(wiring))
+        return
+    missing = missing_networks(wiring, targets, networks)
+    if missing is not None:
+        out.deny(missing)
+    unusable = unusable_networks(wiring, targets, networks)
+    if unusable is not None:
+        out.judge(unusable, enforce=policy.not_ready is NotReady.DENY)
+
+
+def _unverifiable(out: VerdictBuilder, policy: Policy, field: str, reason: str) -> None:
+    out.judge(
+        Violation(
+            code=Code.CLUSTER_STATE_UNAVAILABLE,
+            field=field,
+            message=f"nicguard cannot decide: {reason}",
+        ),
+        enforce=policy.on_unverifiable is OnUnverifiable.DENY,
+    )

@@ -1,0 +1,34 @@
+"""The settings that change verdicts (SPEC section 7), as one immutable value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+DEFAULT_RECIPE_RUNTIMES: Final = frozenset({"torch-distributed-tcpxo"})
+RECIPE_BOUND_LABEL: Final = "nicguard.dev/recipe-bound"
+
+
+class NotReady(StrEnum):
+    """What a Network that exists but is not usable does to a verdict."""
+
+    DENY = "deny"
+    WARN = "warn"
+
+
+class OnUnverifiable(StrEnum):
+    """What nicguard does when it cannot decide (ClusterStateUnavailable)."""
+
+    DENY = "deny"
+    ALLOW = "allow"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """Verdict-shaping settings; defaults are SPEC's."""
+
+    recipe_runtimes: frozenset[str] = field(default=DEFAULT_RECIPE_RUNTIMES)
+    not_ready: NotReady = NotReady.DENY
+    recipe_required: bool = True
+    on_unverifiable: OnUnverifiable = OnUnverifiable.DENY

@@ -1,0 +1,148 @@
+"""Structural rules of a wired pod template (SPEC section 3): shape, names, duplicates.
+
+These need no cluster state; they also yield the secondary entries for the other rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from app.domain.annotation import (
+    DEFAULT_INTERFACE_ANNOTATION,
+    INTERFACES_ANNOTATION,
+    PRIMARY_INTERFACE,
+    PRIMARY_NETWORK,
+    AnnotationSyntaxError,
+    InterfaceRef,
+    parse_interfaces,
+)
+from app.domain.violations import Code, Violation, shown
+from app.domain.wiring import Wiring
+
+SECONDARY_NAME: Final = re.compile(r"eth[1-9][0-9]*")
+RESERVED_NETWORKS: Final = frozenset({"default", "pod-network"})
+
+
+@dataclass(frozen=True, slots=True)
+class Structure:
+    """Structural violations, and the secondary entries when the annotation could be read.
+
+    ``secondaries`` is None when the annotation is malformed or its primary entry is wrong:
+    both stop further checks of the annotation.
+    """
+
+    violations: tuple[Violation, ...]
+    secondaries: tuple[InterfaceRef, ...] | None
+
+
+def check_structure(wiring: Wiring) -> Structure:
+    """Apply every structural rule to a wired template; never raises."""
+    violations = list(_default_interface(wiring))
+    assert wiring.interfaces is not None  # noqa: S101 - callers pass wired templates only
+    raw = wiring.interfaces.value
+    field = str(wiring.interfaces.path)
+    if not isinstance(raw, str):
+        return _stop(
+            violations,
+            Code.INTERFACES_ANNOTATION_MALFORMED,
+            field,
+            f"{INTERFACES_ANNOTATION} must be a string holding a JSON list",
+        )
+    try:
+        entries = parse_interfaces(raw)
+    except AnnotationSyntaxError as error:
+        return _stop(
+            violations,
+            Code.INTERFACES_ANNOTATION_MALFORMED,
+            field,
+            f"{INTERFACES_ANNOTATION} {error}",
+        )
+    primary = entries[0]
+    if primary != InterfaceRef(interface_name=PRIMARY_INTERFACE, network=PRIMARY_NETWORK):
+        return _stop(
+            violations,
+            Code.PRIMARY_INTERFACE_INVALID,
+            wiring.entry_path(0),
+            f"{INTERFACES_ANNOTATION} must start with eth0->default (the pod network), "
+            f"found {primary.pair()} first",
+        )
+    violations.extend(_entry_rules(wiring, entries))
+    violations.extend(_duplicated_interfaces(wiring, entries))
+    violations.extend(_duplicated_networks(wiring, entries))
+    return Structure(violations=tuple(violations), secondaries=entries[1:])
+
+
+def _stop(violations: list[Violation], code: Code, field: str, message: str) -> Structure:
+    violations.append(Violation(code=code, field=field, message=message))
+    return Structure(violations=tuple(violations), secondaries=None)
+
+
+def _default_interface(wiring: Wiring) -> Iterator[Violation]:
+    value = None if wiring.default_interface is None else wiring.default_interface.value
+    if value == PRIMARY_INTERFACE:
+        return
+    if value is None:
+        found = "is missing"
+    elif isinstance(value, str):
+        found = f'is "{shown(value)}"'
+    else:
+        found = "is not a string"
+    yield Violation(
+        code=Code.DEFAULT_INTERFACE_INVALID,
+        field=wiring.default_interface_path(),
+        message=f"{DEFAULT_INTERFACE_ANNOTATION} {found}; pods wired with {INTERFACES_ANNOTATION} "
+        'need it set to "eth0"',
+    )
+
+
+def _entry_rules(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[Violation]:
+    for position, entry in enumerate(entries[1:], start=1):
+        if not SECONDARY_NAME.fullmatch(entry.interface_name):
+            yield Violation(
+                code=Code.INTERFACE_NAME_INVALID,
+                field=wiring.entry_path(position, "interfaceName"),
+                message=f'entry {position} names interface "{shown(entry.interface_name)}"; '
+                "secondary interfaces must be named eth1, eth2, ... (^eth[1-9][0-9]*$)",
+            )
+        if entry.network in RESERVED_NETWORKS:
+            yield Violation(
+                code=Code.NETWORK_RESERVED,
+                field=wiring.entry_path(position, "network"),
+                message=f'{entry.pair()} uses the reserved network "{entry.network}"; '
+                "it belongs to eth0, a secondary interface needs a GPU-NIC Network",
+            )
+
+
+def _duplicated_interfaces(
+    wiring: Wiring, entries: tuple[InterfaceRef, ...]
+) -> Iterator[Violation]:
+    first_seen: dict[str, int] = {}
+    for position, entry in enumerate(entries):
+        first = first_seen.setdefault(entry.interface_name, position)
+        if first != position:
+            yield Violation(
+                code=Code.INTERFACE_DUPLICATED,
+                field=wiring.entry_path(position, "interfaceName"),
+                message=f"interface {shown(entry.interface_name)} is mapped twice (entries {first} "
+                f"and {position}); each interface may appear once",
+            )
+
+
+def _duplicated_networks(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[Violation]:
+    first_seen: dict[str, int] = {}
+    for position, entry in enumerate(entries[1:], start=1):
+        if entry.network is None:
+            continue
+        first_position = first_seen.setdefault(entry.network, position)
+        if first_position != position:
+            first = entries[first_position]
+            yield Violation(
+                code=Code.NETWORK_DUPLICATED,
+                field=wiring.entry_path(position, "network"),
+                message=f"network {shown(entry.network)} is mapped to both "
+                f"{shown(first.interface_name)} and {shown(entry.interface_name)}; "
+                "each GPU NIC needs its own Network",
+            )
