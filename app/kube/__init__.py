@@ -1,0 +1,1 @@
+"""Kubernetes-mode adapter: list+watch caches. The only package that imports ``kubernetes``."""

@@ -1,0 +1,1 @@
+"""HTTP surface: translates AdmissionReview <-> the core. No kubernetes imports."""
