@@ -1,0 +1,65 @@
+"""The audit trail (SPEC section 8): one JSON line per admission decision, never the body."""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from app.domain.verdict import Verdict
+
+EVENT_DECISION: Final = "admission_decision"
+EVENT_REJECTED: Final = "admission_rejected"
+EVENT_FAILURE: Final = "admission_failure"
+
+logger = logging.getLogger("nicguard.audit")
+
+
+def record_decision(
+    *,
+    uid: str,
+    operation: str,
+    dry_run: bool,
+    group: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    username: str,
+    verdict: Verdict,
+    duration_ms: float,
+) -> None:
+    logger.info(
+        "admission decision",
+        extra={
+            "event_type": EVENT_DECISION,
+            "admission_uid": uid,
+            "operation": operation,
+            "dry_run": dry_run,
+            "resource_group": group,
+            "resource_kind": kind,
+            "resource_namespace": namespace,
+            "resource_name": name,
+            "request_username": username,
+            "allowed": verdict.allowed,
+            "violation_codes": [v.code.value for v in verdict.violations],
+            "warnings": list(verdict.warnings),
+            "recipe": verdict.recipe,
+            "duration_ms": round(duration_ms, 3),
+        },
+    )
+
+
+def record_rejected(*, status: int, reason: str) -> None:
+    """A request that was not a usable AdmissionReview (answered with an HTTP 4xx)."""
+    logger.warning(
+        "admission request rejected",
+        extra={"event_type": EVENT_REJECTED, "http_status": status, "reason": reason},
+    )
+
+
+def record_failure(*, uid: str, error: BaseException) -> None:
+    """An unexpected error while judging (a bug): logged once with its traceback."""
+    logger.error(
+        "admission failure",
+        exc_info=(type(error), error, error.__traceback__),
+        extra={"event_type": EVENT_FAILURE, "admission_uid": uid},
+    )

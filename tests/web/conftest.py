@@ -1,0 +1,45 @@
+"""Fixtures for the HTTP tests: the example cluster state and sample AdmissionReviews."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.documents import load_yaml
+from app.domain.cluster import ClusterSnapshot, ClusterView
+from app.domain.inventory import ObjectName, snapshot_of
+from app.domain.policy import Policy
+from app.files.loader import load_objects
+from app.metrics import CacheStatus, Metrics
+from app.web.admission import create_admission_app
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+RECIPE = ObjectName("nicguard-system", "nicguard-recipe")
+
+
+@pytest.fixture(scope="session")
+def example_state() -> ClusterSnapshot:
+    objects = (o.obj for o in load_objects([EXAMPLES / "cluster"]))
+    return snapshot_of(objects, recipe_name=RECIPE, load_yaml=load_yaml)
+
+
+def sample_review(name: str) -> dict[str, Any]:
+    """A fresh copy of ``examples/reviews/<name>.json``."""
+    loaded: dict[str, Any] = json.loads((EXAMPLES / "reviews" / f"{name}.json").read_text())
+    return copy.deepcopy(loaded)
+
+
+def make_client(view: ClusterView, policy: Policy | None = None) -> tuple[TestClient, Metrics]:
+    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    app = create_admission_app(view=view, policy=policy or Policy(), metrics=metrics)
+    return TestClient(app), metrics
+
+
+@pytest.fixture
+def client(example_state: ClusterSnapshot) -> TestClient:
+    return make_client(example_state)[0]
