@@ -4,7 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint unit e2e check-env clean
+.PHONY: run test lint unit e2e clean
+
+# Serve the webhook on the example cluster state (file mode) with self-signed certs in certs/.
+run: $(STAMP)
+	@echo "nicguard: webhook https://127.0.0.1:8443/validate, probes http://127.0.0.1:8080/{healthz,readyz,metrics}"
+	@echo "try, in another shell:"
+	@echo "  curl -sS --cacert certs/ca.crt -H 'Content-Type: application/json' --data @examples/reviews/drifted-runtime.json https://127.0.0.1:8443/validate"
+	$(BIN)/nicguard serve --state examples/cluster --cert-dir certs --host 127.0.0.1
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

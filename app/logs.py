@@ -8,7 +8,12 @@ import sys
 import time
 from typing import Final
 
-_RESERVED: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
+# uvicorn adds an ANSI-coloured copy of each message; JSON consumers want one plain `msg`.
+_RESERVED: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 class JsonFormatter(logging.Formatter):

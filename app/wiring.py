@@ -1,16 +1,232 @@
-"""Composition root for ``nicguard serve`` (placeholder until the server lands)."""
+"""Composition root for ``nicguard serve``: builds the cluster view, TLS, apps and servers.
+
+The only module that knows every concrete piece; everything else receives what it needs.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
 
-from app.settings import Settings
+import uvicorn
+
+from app.documents import load_yaml
+from app.domain.cluster import ClusterView
+from app.domain.inventory import snapshot_of
+from app.files.loader import load_objects
+from app.kube.client import load_api_client
+from app.kube.cluster_view import KubeClusterView
+from app.logs import configure_logging
+from app.metrics import CacheStatus, Metrics
+from app.settings import (
+    Option,
+    Settings,
+    SettingsError,
+    add_options,
+    parse_path,
+    parse_port,
+    parse_seconds,
+    parse_value,
+    resolve,
+)
+from app.tls import (
+    CertReloader,
+    check_pair,
+    ensure_cert_dir,
+    make_uvicorn_config,
+    server_ssl_context,
+)
+from app.web.admission import create_admission_app
+from app.web.probes import create_probe_app
+
+logger = logging.getLogger(__name__)
+
+SERVE_OPTIONS: Final = (
+    Option("port", "8443", "HTTPS port of POST /validate"),
+    Option("probe-port", "8080", "plain-HTTP port of /healthz, /readyz and /metrics"),
+    Option("host", "0.0.0.0", "address to bind"),  # noqa: S104 - a pod serves on all interfaces
+    Option("state", "", "file or directory of cluster state: file mode (unset: Kubernetes mode)"),
+    Option("tls-cert", "", "serving certificate (PEM); with --tls-key"),
+    Option("tls-key", "", "serving key (PEM); with --tls-cert"),
+    Option("cert-dir", "certs", "where a self-signed CA and serving cert are kept/generated"),
+    Option("service-name", "nicguard", "Service name, for the generated certificate's SANs"),
+    Option("service-namespace", "nicguard-system", "Service namespace, for the SANs"),
+    Option("client-ca", "", "require apiserver client certificates signed by this CA"),
+    Option("shutdown-delay", "0", "seconds to keep serving after SIGTERM while unready"),
+    Option("sync-timeout", "60", "seconds to wait for the caches before serving anyway"),
+)
+_CERT_POLL_SECONDS: Final = 10.0
+
+CacheStatuses = Callable[[], Iterable[CacheStatus]]
+Stopper = Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    port: int
+    probe_port: int
+    host: str
+    state: Path | None
+    tls_cert: Path | None
+    tls_key: Path | None
+    cert_dir: Path
+    hosts: tuple[str, ...]
+    client_ca: Path | None
+    shutdown_delay: float
+    sync_timeout: float
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state")
+    add_options(parser, SERVE_OPTIONS)
+
+
+def serve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
+    raw = resolve(args, environ, SERVE_OPTIONS)
+    name = parse_value(raw, "service-name", str)
+    namespace = parse_value(raw, "service-namespace", str)
+    options = ServeOptions(
+        port=parse_value(raw, "port", parse_port),
+        probe_port=parse_value(raw, "probe-port", parse_port),
+        host=parse_value(raw, "host", str),
+        state=parse_value(raw, "state", parse_path),
+        tls_cert=parse_value(raw, "tls-cert", parse_path),
+        tls_key=parse_value(raw, "tls-key", parse_path),
+        cert_dir=Path(parse_value(raw, "cert-dir", str) or "certs"),
+        hosts=(
+            "localhost",
+            "127.0.0.1",
+            name,
+            f"{name}.{namespace}",
+            f"{name}.{namespace}.svc",
+            f"{name}.{namespace}.svc.cluster.local",
+        ),
+        client_ca=parse_value(raw, "client-ca", parse_path),
+        shutdown_delay=parse_value(raw, "shutdown-delay", parse_seconds),
+        sync_timeout=parse_value(raw, "sync-timeout", parse_seconds),
+    )
+    if (options.tls_cert is None) != (options.tls_key is None):
+        raise SettingsError("tls-cert and tls-key must be given together")
+    return options
+
+
+@dataclass(slots=True)
+class _Lifecycle:
+    """Process state the probes read: draining starts at SIGTERM."""
+
+    draining: bool = False
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signals to nicguard: two servers share one process."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
 
 
 def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> int:
-    raise NotImplementedError
+    configure_logging(settings.log_level)
+    options = serve_options(args, environ)
+    view, statuses, stop_view = _cluster_view(options, settings)
+    cert, key = _tls_files(options)
+    reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
+    metrics = Metrics(statuses)
+    lifecycle = _Lifecycle()
+
+    def readiness() -> tuple[bool, list[CacheStatus], list[str]]:
+        caches = list(statuses())
+        reasons = [f"cache {c.name}: {c.error or 'syncing'}" for c in caches if not c.synced]
+        if lifecycle.draining:
+            reasons.append("shutting down")
+        return not reasons, caches, reasons
+
+    admission = create_admission_app(view=view, policy=settings.policy, metrics=metrics)
+    probes = create_probe_app(readiness=readiness, liveness=lambda: True, metrics=metrics)
+    webhook = _Server(
+        make_uvicorn_config(
+            admission,
+            host=options.host,
+            port=options.port,
+            ssl_context=reloader.context,
+            access_log=False,
+            log_config=None,
+        )
+    )
+    probe = _Server(
+        uvicorn.Config(
+            probes, host=options.host, port=options.probe_port, access_log=False, log_config=None
+        )
+    )
+    try:
+        asyncio.run(_run(webhook, probe, reloader, metrics, lifecycle, options.shutdown_delay))
+    finally:
+        stop_view()
+    return 0
+
+
+async def _run(
+    webhook: uvicorn.Server,
+    probe: uvicorn.Server,
+    reloader: CertReloader,
+    metrics: Metrics,
+    lifecycle: _Lifecycle,
+    shutdown_delay: float,
+) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    servers = [asyncio.create_task(webhook.serve()), asyncio.create_task(probe.serve())]
+    watcher = asyncio.create_task(_watch_certificate(reloader, metrics))
+    done, _ = await asyncio.wait(
+        [*servers, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
+    )
+    # Graceful shutdown: fail readiness first so endpoints drop us, keep serving for the delay,
+    # then stop accepting and close keep-alive connections (uvicorn's shutdown does both).
+    lifecycle.draining = True
+    logger.info("shutting down", extra={"shutdown_delay_seconds": shutdown_delay})
+    if shutdown_delay and not any(task in done for task in servers):
+        await asyncio.sleep(shutdown_delay)
+    webhook.should_exit = probe.should_exit = True
+    watcher.cancel()
+    await asyncio.gather(*servers, return_exceptions=True)
+
+
+async def _watch_certificate(reloader: CertReloader, metrics: Metrics) -> None:
+    while True:
+        metrics.cert_expiry.set(reloader.not_after.timestamp())
+        await asyncio.sleep(_CERT_POLL_SECONDS)
+        reloader.maybe_reload()
+
+
+def _tls_files(options: ServeOptions) -> tuple[Path, Path]:
+    if options.tls_cert is not None and options.tls_key is not None:
+        check_pair(options.tls_cert, options.tls_key)
+        return options.tls_cert, options.tls_key
+    files = ensure_cert_dir(options.cert_dir, options.hosts)
+    return files.cert, files.key
+
+
+def _cluster_view(
+    options: ServeOptions, settings: Settings
+) -> tuple[ClusterView, CacheStatuses, Stopper]:
+    if options.state is not None:
+        snapshot = snapshot_of(
+            (o.obj for o in load_objects([options.state])),
+            recipe_name=settings.recipe_configmap,
+            load_yaml=load_yaml,
+        )
+        logger.info("serving in file mode", extra={"state": str(options.state)})
+        return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
+    view = KubeClusterView.from_api_client(load_api_client(), settings.recipe_configmap)
+    view.start()
+    if not view.wait_synced(options.sync_timeout):
+        logger.warning("caches not synced yet; serving ClusterStateUnavailable until they are")
+    return view, view.status, view.stop
