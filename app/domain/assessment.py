@@ -186,9 +186,9 @@ def _check_networks(
     policy: Policy,
     out: VerdictBuilder,
 ) -> None:
+    # Any wired object needs the Network API served (NetworkInterface references too), so the
+    # Network view is consulted even when no entry names a Network.
     targets = network_targets(secondaries)
-    if not targets:
-        return
     networks = view.networks()
     if isinstance(networks, Unverifiable):
         _unverifiable(

@@ -1,0 +1,258 @@
+"""Small builders of Trainer objects, Networks, recipes and cluster snapshots for the tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from app.documents import load_yaml
+from app.domain.cluster import ClusterSnapshot
+from app.domain.evaluation import Operation, Review
+from app.domain.inventory import ObjectName, snapshot_of
+from app.domain.kinds import Kind
+from app.domain.verdict import Verdict
+
+INTERFACES: Final = "networking.gke.io/interfaces"
+DEFAULT_INTERFACE: Final = "networking.gke.io/default-interface"
+RECIPE_BOUND: Final = "nicguard.dev/recipe-bound"
+TCPXO_RUNTIME: Final = "torch-distributed-tcpxo"
+TCPXO_MANIFEST: Final = (
+    "components/kubeflow-trainer/manifests/torch-distributed-tcpxo-cluster-training-runtime.yaml"
+)
+RECIPE_NAME: Final = ObjectName("nicguard-system", "nicguard-recipe")
+TRAINER_API: Final = "trainer.kubeflow.org/v1alpha1"
+NODE_PATH: Final = "spec.template.spec.replicatedJobs[0].template.spec.template"
+ANNOTATIONS_PATH: Final = f"{NODE_PATH}.metadata.annotations"
+INTERFACES_PATH: Final = f"{ANNOTATIONS_PATH}[{INTERFACES}]"
+
+Pair = tuple[str, str]
+GPU_NICS: Final = tuple(f"gpu-nic-{i}" for i in range(8))
+PAIRS: Final = tuple((f"eth{i + 1}", net) for i, net in enumerate(GPU_NICS))
+"""The eight secondary pairs every default recipe and runtime agree on."""
+
+
+def entries(pairs: Iterable[Pair]) -> list[dict[str, str]]:
+    return [{"interfaceName": name, "network": net} for name, net in pairs]
+
+
+def annotation(pairs: Iterable[Pair] = PAIRS) -> str:
+    """The interfaces annotation value: eth0->default followed by ``pairs``."""
+    return json.dumps(entries([("eth0", "default"), *pairs]))
+
+
+def wired(pairs: Iterable[Pair] = PAIRS, *, default: str | None = "eth0") -> dict[str, object]:
+    """Node annotations wiring ``pairs`` (and the default interface unless None)."""
+    found: dict[str, object] = {INTERFACES: annotation(pairs)}
+    if default is not None:
+        found[DEFAULT_INTERFACE] = default
+    return found
+
+
+def node_job(annotations: Mapping[str, object] | None = None) -> dict[str, object]:
+    metadata = {} if annotations is None else {"annotations": dict(annotations)}
+    return {
+        "name": "node",
+        "template": {"spec": {"template": {"metadata": metadata, "spec": {"containers": []}}}},
+    }
+
+
+def runtime(
+    name: str = TCPXO_RUNTIME,
+    *,
+    annotations: Mapping[str, object] | None = None,
+    kind: Kind = Kind.CLUSTER_TRAINING_RUNTIME,
+    labels: Mapping[str, object] | None = None,
+    namespace: str = "team",
+    jobs: Sequence[object] | None = None,
+) -> dict[str, object]:
+    """A CTR or TR whose replicatedJobs are ``jobs`` or a single node job with ``annotations``."""
+    metadata: dict[str, object] = {"name": name}
+    if kind is Kind.TRAINING_RUNTIME:
+        metadata["namespace"] = namespace
+    if labels is not None:
+        metadata["labels"] = dict(labels)
+    replicated = list(jobs) if jobs is not None else [node_job(annotations)]
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": kind.value,
+        "metadata": metadata,
+        "spec": {"template": {"spec": {"replicatedJobs": replicated}}},
+    }
+
+
+def bound(
+    name: str = "custom", *, annotations: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """A CTR bound to the recipe by label rather than by name."""
+    return runtime(name, annotations=annotations, labels={RECIPE_BOUND: "true"})
+
+
+def trainjob(
+    runtime_name: str = TCPXO_RUNTIME,
+    *,
+    ref: Mapping[str, object] | None = None,
+    patches: Sequence[Mapping[str, object] | None] = (),
+    overrides: Sequence[Mapping[str, object]] = (),
+    namespace: str = "team",
+) -> dict[str, object]:
+    """A TrainJob naming ``runtime_name`` (or ``ref``); ``patches`` are node annotation maps."""
+    spec: dict[str, object] = {
+        "runtimeRef": dict(ref) if ref is not None else {"name": runtime_name}
+    }
+    if patches:
+        spec["runtimePatches"] = [runtime_patch(p) for p in patches]
+    if overrides:
+        spec["podTemplateOverrides"] = [dict(o) for o in overrides]
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": "TrainJob",
+        "metadata": {"name": "job", "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def runtime_patch(annotations: Mapping[str, object] | None, job: str = "node") -> dict[str, object]:
+    """A Trainer >= 2.2 runtimePatches entry setting the pod annotations of ``job``."""
+    metadata = {} if annotations is None else {"annotations": dict(annotations)}
+    replicated = {"name": job, "template": {"spec": {"template": {"metadata": metadata}}}}
+    return {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [replicated]}}}}
+
+
+def override(annotations: Mapping[str, object], *targets: str) -> dict[str, object]:
+    """A Trainer 2.1 podTemplateOverrides entry for ``targets`` (default: the node job)."""
+    return {
+        "targetJobs": [{"name": t} for t in targets or ("node",)],
+        "metadata": {"annotations": dict(annotations)},
+    }
+
+
+def condition(kind: str, status: str = "True", **extra: str) -> dict[str, str]:
+    return {"type": kind, "status": status, **extra}
+
+
+def network(
+    name: str,
+    *,
+    ready: bool = True,
+    params_ready: bool = True,
+    param_kind: str | None = "GKENetworkParamSet",
+    conditions: Sequence[object] | None = None,
+) -> dict[str, object]:
+    """A ``networks.networking.gke.io/v1`` object; usable with the defaults."""
+    spec: dict[str, object] = {"type": "Device"}
+    if param_kind is not None:
+        spec["parametersRef"] = {"group": "networking.gke.io", "kind": param_kind, "name": name}
+    if conditions is None:
+        conditions = [
+            condition("Ready", "True" if ready else "False", reason="NotReady", message="down"),
+            condition("ParamsReady", "True" if params_ready else "False", reason="NoParams"),
+        ]
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "Network",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"conditions": list(conditions)},
+    }
+
+
+def plain_recipe(pairs: Iterable[Pair] = PAIRS) -> dict[str, str]:
+    """ConfigMap data with a plain ``tcpxoInterfaces`` list (JSON is YAML)."""
+    return {"tcpxoInterfaces": json.dumps(entries(pairs))}
+
+
+def recipe_result(
+    override_pairs: Iterable[Pair] | None = PAIRS,
+    *,
+    manifests: Sequence[str] = (TCPXO_MANIFEST,),
+    enabled: object = None,
+    configuration: Iterable[Pair] | None = None,
+) -> dict[str, object]:
+    """An AICR RecipeResult document whose kubeflow-trainer component ships ``manifests``."""
+    overrides: dict[str, object] = {}
+    if override_pairs is not None:
+        overrides["tcpxoInterfaces"] = entries(override_pairs)
+    if enabled is not None:
+        overrides["enabled"] = enabled
+    result: dict[str, object] = {
+        "kind": "RecipeResult",
+        "apiVersion": "aicr.run/v1beta2",
+        "componentRefs": [
+            {"name": "gke-nccl-tcpxo", "type": "Helm"},
+            {"name": "kubeflow-trainer", "manifestFiles": list(manifests), "overrides": overrides},
+        ],
+    }
+    if configuration is not None:
+        result["configuration"] = {"gke": {"tcpxoInterfaces": entries(configuration)}}
+    return result
+
+
+def configmap(
+    data: Mapping[str, object] | None,
+    *,
+    name: ObjectName = RECIPE_NAME,
+    resource_version: str | None = "7",
+) -> dict[str, object]:
+    metadata: dict[str, object] = {"namespace": name.namespace, "name": name.name}
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    found: dict[str, object] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+    if data is not None:
+        found["data"] = dict(data)
+    return found
+
+
+def snapshot(
+    *objects: object,
+    networks: Iterable[str] = GPU_NICS,
+    recipe: Mapping[str, object] | None = None,
+    no_recipe: bool = False,
+) -> ClusterSnapshot:
+    """A cluster with usable ``networks``, the recipe (default: plain PAIRS) and ``objects``."""
+    found: list[object] = [network(name) for name in networks]
+    if not no_recipe:
+        found.append(configmap(plain_recipe() if recipe is None else recipe))
+    return snapshot_of([*found, *objects], recipe_name=RECIPE_NAME, load_yaml=load_yaml)
+
+
+def with_metadata(obj: Mapping[str, object], **fields: object) -> dict[str, object]:
+    """A copy of ``obj`` with ``fields`` set in its metadata."""
+    metadata = obj.get("metadata")
+    found = dict(metadata) if isinstance(metadata, Mapping) else {}
+    return {**obj, "metadata": {**found, **fields}}
+
+
+def review(
+    obj: Mapping[str, object],
+    *,
+    operation: Operation = Operation.CREATE,
+    old: Mapping[str, object] | None = None,
+    subresource: str = "",
+) -> Review:
+    """A request for ``obj``; kind and namespace are read from the object."""
+    kind = Kind(str(obj["kind"]))
+    metadata = obj.get("metadata")
+    namespace = metadata.get("namespace", "") if isinstance(metadata, dict) else ""
+    return Review(
+        operation=operation,
+        kind=kind,
+        namespace=str(namespace),
+        obj=obj,
+        old_obj=old,
+        subresource=subresource,
+    )
+
+
+def codes(verdict: Verdict) -> tuple[str, ...]:
+    """The denying codes, in report order."""
+    return tuple(v.code.value for v in verdict.violations)
+
+
+def waived_codes(verdict: Verdict) -> tuple[str, ...]:
+    return tuple(v.code.value for v in verdict.waived)
+
+
+def messages(verdict: Verdict) -> str:
+    """Every denial message and warning, one per line, for fragment assertions."""
+    return "\n".join([v.message for v in verdict.violations] + list(verdict.warnings))

@@ -1,0 +1,93 @@
+"""Trainer kinds and a TrainJob's runtimeRef with CRD defaults (app.domain.kinds)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.kinds import Kind, RuntimeRef, kind_of, runtime_ref_of
+from tests.builders import trainjob
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "expected"),
+    [
+        pytest.param(
+            "trainer.kubeflow.org",
+            "ClusterTrainingRuntime",
+            Kind.CLUSTER_TRAINING_RUNTIME,
+            id="ctr",
+        ),
+        pytest.param("trainer.kubeflow.org", "TrainingRuntime", Kind.TRAINING_RUNTIME, id="tr"),
+        pytest.param("trainer.kubeflow.org", "TrainJob", Kind.TRAIN_JOB, id="trainjob"),
+        pytest.param("trainer.kubeflow.org", "JobSet", None, id="unknown-kind"),
+        pytest.param("kubeflow.org", "TrainJob", None, id="other-group"),
+        pytest.param("", "ClusterTrainingRuntime", None, id="core-group"),
+    ],
+)
+def test_only_trainer_group_kinds_are_judged(group: str, kind: str, expected: Kind | None) -> None:
+    assert kind_of(group, kind) is expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "is_runtime", "namespaced"),
+    [
+        pytest.param(Kind.CLUSTER_TRAINING_RUNTIME, True, False, id="ctr"),
+        pytest.param(Kind.TRAINING_RUNTIME, True, True, id="tr"),
+        pytest.param(Kind.TRAIN_JOB, False, True, id="trainjob"),
+    ],
+)
+def test_kinds_know_whether_they_are_runtimes_and_namespaced(
+    kind: Kind, is_runtime: bool, namespaced: bool
+) -> None:
+    assert (kind.is_runtime, kind.namespaced) == (is_runtime, namespaced)
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        pytest.param(
+            {"name": "rt"},
+            RuntimeRef("rt", "ClusterTrainingRuntime", "trainer.kubeflow.org"),
+            id="defaults-kind-and-api-group",
+        ),
+        pytest.param(
+            {"name": "rt", "kind": "", "apiGroup": ""},
+            RuntimeRef("rt", "ClusterTrainingRuntime", "trainer.kubeflow.org"),
+            id="empty-strings-default-too",
+        ),
+        pytest.param(
+            {"name": "rt", "kind": "TrainingRuntime", "apiGroup": "trainer.kubeflow.org"},
+            RuntimeRef("rt", "TrainingRuntime", "trainer.kubeflow.org"),
+            id="explicit",
+        ),
+        pytest.param({"kind": "TrainingRuntime"}, None, id="no-name"),
+        pytest.param({"name": ""}, None, id="empty-name"),
+        pytest.param({"name": 3}, None, id="non-string-name"),
+    ],
+)
+def test_runtime_ref_applies_trainer_crd_defaults(
+    ref: dict[str, object], expected: RuntimeRef | None
+) -> None:
+    assert runtime_ref_of(trainjob(ref=ref)) == expected
+
+
+def test_a_trainjob_without_runtime_ref_has_none() -> None:
+    assert runtime_ref_of({"spec": {}}) is None
+    assert runtime_ref_of({"spec": {"runtimeRef": "rt"}}) is None
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        pytest.param(RuntimeRef("rt"), Kind.CLUSTER_TRAINING_RUNTIME, id="ctr"),
+        pytest.param(RuntimeRef("rt", "TrainingRuntime"), Kind.TRAINING_RUNTIME, id="tr"),
+        pytest.param(RuntimeRef("rt", "TrainJob"), None, id="trainjob-is-not-a-runtime"),
+        pytest.param(RuntimeRef("rt", "JobSet", "jobset.x-k8s.io"), None, id="other-group"),
+    ],
+)
+def test_only_trainer_runtime_kinds_can_be_resolved(ref: RuntimeRef, expected: Kind | None) -> None:
+    assert ref.runtime_kind() is expected
+
+
+def test_a_runtime_ref_describes_itself_as_kind_slash_name() -> None:
+    assert RuntimeRef("rt", "TrainingRuntime").describe() == "TrainingRuntime/rt"

@@ -1,0 +1,140 @@
+"""A TrainJob's effective node annotations: runtime overlaid by its patches (app.domain.overlay)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.overlay import trainjob_wiring
+from app.domain.template import NodeTemplate, node_template
+from app.domain.wiring import Wiring
+from tests.builders import (
+    DEFAULT_INTERFACE,
+    INTERFACES,
+    override,
+    runtime,
+    runtime_patch,
+    trainjob,
+)
+
+PATCH_PATH = (
+    "spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
+    ".template.spec.template.metadata.annotations[networking.gke.io/interfaces]"
+)
+OVERRIDE_PATH = "spec.podTemplateOverrides[{i}].metadata.annotations[networking.gke.io/interfaces]"
+
+
+def _template(annotations: dict[str, object] | None) -> NodeTemplate:
+    found = node_template(runtime(annotations=annotations))
+    assert isinstance(found, NodeTemplate)
+    return found
+
+
+def _values(wiring: Wiring) -> tuple[object, object]:
+    return wiring.fingerprint()
+
+
+@pytest.mark.parametrize(
+    ("job", "expected", "path"),
+    [
+        pytest.param(trainjob(), ("rt", "eth0"), "spec.runtimeRef", id="inherited-unpatched"),
+        pytest.param(
+            trainjob(patches=[{INTERFACES: "p1"}, {INTERFACES: "p2"}]),
+            ("p2", "eth0"),
+            PATCH_PATH.format(i=1),
+            id="later-runtime-patch-wins",
+        ),
+        pytest.param(
+            trainjob(overrides=[override({INTERFACES: "o1"}), override({INTERFACES: "o2"})]),
+            ("o2", "eth0"),
+            OVERRIDE_PATH.format(i=1),
+            id="later-override-wins",
+        ),
+        pytest.param(
+            trainjob(patches=[{INTERFACES: "p"}], overrides=[override({INTERFACES: "o"})]),
+            ("o", "eth0"),
+            OVERRIDE_PATH.format(i=0),
+            id="overrides-apply-after-runtime-patches",
+        ),
+        pytest.param(
+            trainjob(overrides=[override({INTERFACES: "o"}, "launcher")]),
+            ("rt", "eth0"),
+            "spec.runtimeRef",
+            id="override-targeting-another-job-ignored",
+        ),
+        pytest.param(
+            trainjob(overrides=[override({INTERFACES: "o"}, "launcher", "node")]),
+            ("o", "eth0"),
+            OVERRIDE_PATH.format(i=0),
+            id="override-targeting-node-among-others",
+        ),
+        pytest.param(
+            trainjob(overrides=[{"metadata": {"annotations": {INTERFACES: "o"}}}]),
+            ("rt", "eth0"),
+            "spec.runtimeRef",
+            id="override-without-target-jobs-ignored",
+        ),
+        pytest.param(
+            trainjob(overrides=[{"targetJobs": [{"name": "node"}], "spec": {}}]),
+            ("rt", "eth0"),
+            "spec.runtimeRef",
+            id="override-without-annotations-ignored",
+        ),
+        pytest.param(
+            trainjob(patches=[None]),
+            ("rt", "eth0"),
+            "spec.runtimeRef",
+            id="runtime-patch-without-annotations-ignored",
+        ),
+    ],
+)
+def test_patches_overlay_the_runtime_annotations_in_order(
+    job: dict[str, object], expected: tuple[object, object], path: str
+) -> None:
+    wiring = trainjob_wiring(job, _template({INTERFACES: "rt", DEFAULT_INTERFACE: "eth0"}))
+    assert _values(wiring) == expected
+    assert wiring.interfaces_path() == path
+
+
+def test_a_runtime_patch_for_another_replicated_job_is_ignored() -> None:
+    job = trainjob()
+    spec = job["spec"]
+    assert isinstance(spec, dict)
+    spec["runtimePatches"] = [runtime_patch({INTERFACES: "x"}, job="launcher"), {"other": 1}]
+    assert _values(trainjob_wiring(job, _template({INTERFACES: "rt"}))) == ("rt", None)
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        pytest.param(trainjob(patches=[{INTERFACES: None}]), id="runtime-patch-null"),
+        pytest.param(trainjob(overrides=[override({INTERFACES: None})]), id="override-null"),
+        pytest.param(
+            trainjob(patches=[{INTERFACES: "p"}], overrides=[override({INTERFACES: None})]),
+            id="null-after-a-patch",
+        ),
+    ],
+)
+def test_a_key_patched_to_null_is_removed(job: dict[str, object]) -> None:
+    wiring = trainjob_wiring(job, _template({INTERFACES: "rt", DEFAULT_INTERFACE: "eth0"}))
+    assert not wiring.wired
+    assert _values(wiring) == (None, "eth0")
+    assert wiring.interfaces_path() == "spec.runtimeRef"
+
+
+def test_patches_can_wire_a_trainjob_whose_runtime_has_no_node_template() -> None:
+    job = trainjob(patches=[{INTERFACES: "p", DEFAULT_INTERFACE: "eth0"}, {"x": "y"}])
+    wiring = trainjob_wiring(job, None)
+    assert _values(wiring) == ("p", "eth0")
+    assert wiring.interfaces is not None
+    assert not wiring.interfaces.inherited
+
+
+def test_nulls_of_keys_nobody_set_are_harmless() -> None:
+    assert _values(trainjob_wiring(trainjob(patches=[{INTERFACES: None}]), None)) == (None, None)
+
+
+def test_inherited_values_point_at_the_runtime_ref() -> None:
+    wiring = trainjob_wiring(trainjob(), _template({INTERFACES: "rt"}))
+    assert wiring.interfaces is not None
+    assert wiring.interfaces.inherited
+    assert wiring.entry_path(1, "network") == "spec.runtimeRef"

@@ -1,0 +1,136 @@
+"""Every SPEC section 3 code is produced by evaluate() for CREATE requests, with its status code."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+import pytest
+
+from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
+from app.domain.evaluation import evaluate
+from app.domain.fields import JsonMap
+from app.domain.policy import Policy
+from app.domain.violations import Code
+from tests.builders import (
+    DEFAULT_INTERFACE,
+    INTERFACES,
+    PAIRS,
+    codes,
+    network,
+    review,
+    runtime,
+    snapshot,
+    wired,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    obj: JsonMap
+    view: ClusterSnapshot
+    expected: tuple[str, ...]
+    status: int = 403
+
+
+def _annotated(value: str, default: str = "eth0") -> JsonMap:
+    return runtime("plain", annotations={INTERFACES: value, DEFAULT_INTERFACE: default})
+
+
+CASES = {
+    Code.INTERFACES_ANNOTATION_MISSING: Case(
+        runtime(), snapshot(), ("InterfacesAnnotationMissing",)
+    ),
+    Code.INTERFACES_ANNOTATION_MALFORMED: Case(
+        _annotated("[]"), snapshot(), ("InterfacesAnnotationMalformed",)
+    ),
+    Code.PRIMARY_INTERFACE_INVALID: Case(
+        _annotated(json.dumps([{"interfaceName": "eth1", "network": "gpu-nic-0"}])),
+        snapshot(),
+        ("PrimaryInterfaceInvalid",),
+    ),
+    Code.DEFAULT_INTERFACE_INVALID: Case(
+        runtime("plain", annotations=wired(default=None)), snapshot(), ("DefaultInterfaceInvalid",)
+    ),
+    Code.INTERFACE_NAME_INVALID: Case(
+        runtime("plain", annotations=wired([("eth01", "gpu-nic-0")])),
+        snapshot(),
+        ("InterfaceNameInvalid",),
+    ),
+    Code.INTERFACE_DUPLICATED: Case(
+        runtime("plain", annotations=wired([("eth1", "gpu-nic-0"), ("eth1", "gpu-nic-1")])),
+        snapshot(),
+        ("InterfaceDuplicated",),
+    ),
+    Code.NETWORK_DUPLICATED: Case(
+        runtime("plain", annotations=wired([("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-0")])),
+        snapshot(),
+        ("NetworkDuplicated",),
+    ),
+    Code.NETWORK_RESERVED: Case(
+        runtime("plain", annotations=wired([("eth1", "default")])),
+        snapshot(),
+        ("NetworkReserved",),
+    ),
+    Code.NODE_JOB_MISSING: Case(runtime(jobs=[]), snapshot(), ("NodeJobMissing",)),
+    Code.MAPPING_DIVERGES_FROM_RECIPE: Case(
+        runtime(annotations=wired(PAIRS[::-1])), snapshot(), ("MappingDivergesFromRecipe",)
+    ),
+    Code.NETWORK_NOT_FOUND: Case(
+        runtime("plain", annotations=wired([("eth1", "absent")])),
+        snapshot(),
+        ("NetworkNotFound",),
+    ),
+    Code.NETWORK_NOT_READY: Case(
+        runtime("plain", annotations=wired([("eth1", "flaky")])),
+        snapshot(network("flaky", ready=False)),
+        ("NetworkNotReady",),
+    ),
+    Code.NETWORK_API_NOT_SERVED: Case(
+        runtime("plain", annotations=wired()),
+        replace(snapshot(), network_state=Networks({}, served=False)),
+        ("NetworkAPINotServed",),
+    ),
+    Code.RECIPE_UNAVAILABLE: Case(
+        runtime(annotations=wired()), snapshot(no_recipe=True), ("RecipeUnavailable",)
+    ),
+    Code.RECIPE_INVALID: Case(
+        runtime(annotations=wired()),
+        snapshot(recipe={"tcpxoInterfaces": "[]"}),
+        ("RecipeInvalid",),
+    ),
+    Code.CLUSTER_STATE_UNAVAILABLE: Case(
+        runtime("plain", annotations=wired()),
+        replace(snapshot(), network_state=Unverifiable("networks cache not synced")),
+        ("ClusterStateUnavailable",),
+        503,
+    ),
+}
+
+
+def test_the_table_below_covers_every_code() -> None:
+    assert set(CASES) == set(Code)
+
+
+@pytest.mark.parametrize("code", [pytest.param(code, id=code.value) for code in CASES])
+def test_each_code_is_produced_by_a_create_and_denies_it(code: Code) -> None:
+    case = CASES[code]
+    verdict = evaluate(review(case.obj), case.view, Policy())
+    assert not verdict.allowed
+    assert codes(verdict) == case.expected
+    assert verdict.status_code == case.status
+    assert all(v.field and v.message for v in verdict.violations)
+
+
+def test_all_applicable_violations_are_collected_together() -> None:
+    pairs = [("eth1", "gpu-nic-1"), ("eth1", "pod-network"), ("eth3", "absent")]
+    obj = runtime(annotations=wired(pairs, default="eth9"))
+    view = snapshot(network("gpu-nic-1", params_ready=False), networks=())
+    assert codes(evaluate(review(obj), view, Policy())) == (
+        "DefaultInterfaceInvalid",
+        "NetworkReserved",
+        "InterfaceDuplicated",
+        "MappingDivergesFromRecipe",
+        "NetworkNotFound",
+        "NetworkNotReady",
+    )

@@ -1,0 +1,205 @@
+"""Structural rules of a wired node template (app.domain.structure, SPEC section 3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.domain.annotation import InterfaceRef
+from app.domain.structure import Structure, check_structure
+from app.domain.template import NodeTemplate, node_template
+from app.domain.wiring import template_wiring
+from tests.builders import (
+    ANNOTATIONS_PATH,
+    DEFAULT_INTERFACE,
+    INTERFACES,
+    INTERFACES_PATH,
+    PAIRS,
+    annotation,
+    entries,
+    runtime,
+    wired,
+)
+
+DEFAULT_PATH = f"{ANNOTATIONS_PATH}[{DEFAULT_INTERFACE}]"
+
+
+def _check(annotations: dict[str, object]) -> Structure:
+    template = node_template(runtime(annotations=annotations))
+    assert isinstance(template, NodeTemplate)
+    return check_structure(template_wiring(template))
+
+
+def _codes(structure: Structure) -> tuple[str, ...]:
+    return tuple(v.code.value for v in structure.violations)
+
+
+def test_a_correct_wiring_has_no_violations_and_yields_its_secondaries() -> None:
+    structure = _check(wired())
+    assert structure.violations == ()
+    assert structure.secondaries == tuple(InterfaceRef(n, net) for n, net in PAIRS)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        pytest.param(None, "networking.gke.io/default-interface is missing", id="missing"),
+        pytest.param("eth1", 'networking.gke.io/default-interface is "eth1"', id="wrong"),
+        pytest.param("", 'is ""', id="empty"),
+        pytest.param("eth0\n", 'is "eth0\\n"', id="escaped"),
+        pytest.param(0, "is not a string", id="non-string"),
+    ],
+)
+def test_the_default_interface_must_be_eth0(value: object, fragment: str) -> None:
+    annotations = wired(default=None)
+    if value is not None:
+        annotations[DEFAULT_INTERFACE] = value
+    structure = _check(annotations)
+    assert _codes(structure) == ("DefaultInterfaceInvalid",)
+    assert structure.violations[0].field == DEFAULT_PATH
+    assert fragment in structure.violations[0].message
+    assert 'need it set to "eth0"' in structure.violations[0].message
+    assert structure.secondaries is not None
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        pytest.param("eth0=default", "is not valid JSON", id="not-json"),
+        pytest.param("[]", "must be a non-empty JSON list", id="empty-list"),
+        pytest.param("null", "must be a non-empty JSON list", id="null"),
+        pytest.param(json.dumps({"interfaceName": "eth0"}), "non-empty JSON list", id="object"),
+        pytest.param(annotation([("eth1", "")]), "entry 1 has a network", id="empty-network"),
+        pytest.param(17, "must be a string holding a JSON list", id="non-string-value"),
+    ],
+)
+def test_a_malformed_annotation_is_reported_once_and_stops_further_checks(
+    value: object, fragment: str
+) -> None:
+    structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
+    assert _codes(structure) == ("InterfacesAnnotationMalformed",)
+    assert structure.violations[0].field == INTERFACES_PATH
+    assert fragment in structure.violations[0].message
+    assert structure.secondaries is None
+
+
+def test_a_malformed_annotation_is_reported_with_a_wrong_default_interface() -> None:
+    structure = _check({INTERFACES: "nope", DEFAULT_INTERFACE: "eth1"})
+    assert _codes(structure) == ("DefaultInterfaceInvalid", "InterfacesAnnotationMalformed")
+
+
+@pytest.mark.parametrize(
+    ("first", "shown_pair"),
+    [
+        pytest.param(("eth1", "default"), "eth1->default", id="wrong-name"),
+        pytest.param(("eth0", "gpu-nic-0"), "eth0->gpu-nic-0", id="wrong-network"),
+        pytest.param(("ETH0", "default"), "ETH0->default", id="case-sensitive"),
+    ],
+)
+def test_the_first_entry_must_be_exactly_eth0_default(
+    first: tuple[str, str], shown_pair: str
+) -> None:
+    value = json.dumps(entries([first, ("eth0", "eth0"), ("eth0", "gpu-nic-0")]))
+    structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
+    assert _codes(structure) == ("PrimaryInterfaceInvalid",)
+    assert structure.violations[0].field == f"{INTERFACES_PATH}[0]"
+    assert f"found {shown_pair} first" in structure.violations[0].message
+    assert structure.secondaries is None
+
+
+def test_a_network_interface_reference_as_first_entry_is_not_the_primary() -> None:
+    value = json.dumps([{"interfaceName": "eth0", "interface": "default"}])
+    structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
+    assert _codes(structure) == ("PrimaryInterfaceInvalid",)
+    assert "eth0->interface:default" in structure.violations[0].message
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        pytest.param("eth1", True, id="eth1"),
+        pytest.param("eth8", True, id="eth8"),
+        pytest.param("eth9", True, id="eth9"),
+        pytest.param("eth10", True, id="eth10"),
+        pytest.param("eth01", False, id="eth01"),
+        pytest.param("eth1\n", False, id="trailing-newline"),
+        pytest.param("ens1", False, id="ens1"),
+        pytest.param("ETH1", False, id="uppercase"),
+        pytest.param("eth", False, id="no-number"),
+        pytest.param("xeth1", False, id="prefixed"),
+    ],
+)
+def test_secondary_interface_names_must_match_eth_n(name: str, valid: bool) -> None:
+    structure = _check(wired([(name, "gpu-nic-0")]))
+    if valid:
+        assert _codes(structure) == ()
+        return
+    assert _codes(structure) == ("InterfaceNameInvalid",)
+    violation = structure.violations[0]
+    assert violation.field == f"{INTERFACES_PATH}[1].interfaceName"
+    assert "^eth[1-9][0-9]*$" in violation.message
+
+
+def test_eth0_as_a_secondary_is_an_invalid_name_and_a_duplicate() -> None:
+    structure = _check(wired([("eth1", "gpu-nic-0"), ("eth0", "gpu-nic-1")]))
+    assert _codes(structure) == ("InterfaceNameInvalid", "InterfaceDuplicated")
+    duplicated = structure.violations[1]
+    assert duplicated.field == f"{INTERFACES_PATH}[2].interfaceName"
+    assert "interface eth0 is mapped twice (entries 0 and 2)" in duplicated.message
+
+
+def test_a_repeated_secondary_interface_is_a_duplicate_at_its_second_position() -> None:
+    structure = _check(wired([("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-1"), ("eth1", "gpu-nic-2")]))
+    assert _codes(structure) == ("InterfaceDuplicated",)
+    assert structure.violations[0].field == f"{INTERFACES_PATH}[3].interfaceName"
+    assert "(entries 1 and 3)" in structure.violations[0].message
+
+
+@pytest.mark.parametrize(
+    "reserved",
+    [pytest.param("default", id="default"), pytest.param("pod-network", id="pod-network")],
+)
+def test_reserved_networks_cannot_back_a_secondary_interface(reserved: str) -> None:
+    structure = _check(wired([("eth1", reserved)]))
+    assert _codes(structure) == ("NetworkReserved",)
+    assert structure.violations[0].field == f"{INTERFACES_PATH}[1].network"
+    assert f'eth1->{reserved} uses the reserved network "{reserved}"' in (
+        structure.violations[0].message
+    )
+
+
+def test_a_network_on_two_secondary_entries_is_duplicated() -> None:
+    structure = _check(wired([("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-1"), ("eth3", "gpu-nic-0")]))
+    assert _codes(structure) == ("NetworkDuplicated",)
+    assert structure.violations[0].field == f"{INTERFACES_PATH}[3].network"
+    assert "network gpu-nic-0 is mapped to both eth1 and eth3" in structure.violations[0].message
+
+
+def test_network_interface_references_are_not_network_duplicates() -> None:
+    value = json.dumps(
+        [
+            {"interfaceName": "eth0", "network": "default"},
+            {"interfaceName": "eth1", "interface": "nic"},
+            {"interfaceName": "eth2", "interface": "nic"},
+        ]
+    )
+    structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
+    assert structure.violations == ()
+    assert structure.secondaries == (
+        InterfaceRef("eth1", interface="nic"),
+        InterfaceRef("eth2", interface="nic"),
+    )
+
+
+def test_every_structural_violation_is_collected_together() -> None:
+    pairs = [("eth1", "pod-network"), ("eth01", "gpu-nic-0"), ("eth1", "pod-network")]
+    structure = _check(wired(pairs, default="eth2"))
+    assert _codes(structure) == (
+        "DefaultInterfaceInvalid",
+        "NetworkReserved",
+        "InterfaceNameInvalid",
+        "NetworkReserved",
+        "InterfaceDuplicated",
+        "NetworkDuplicated",
+    )

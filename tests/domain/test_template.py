@@ -1,0 +1,116 @@
+"""Finding the worker ("node") pod template of a runtime (app.domain.template, SPEC section 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.fields import FieldPath
+from app.domain.template import NodeTemplate, NodeTemplateMissing, node_template
+from tests.builders import INTERFACES, node_job, runtime
+
+
+def _job(name: str, note: str) -> dict[str, object]:
+    return node_job({"note": note}) | {"name": name}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "annotations", "path"),
+    [
+        pytest.param(
+            [node_job({INTERFACES: "[]"})],
+            {INTERFACES: "[]"},
+            "spec.template.spec.replicatedJobs[0].template.spec.template",
+            id="single-node-job",
+        ),
+        pytest.param(
+            ["not-a-map", None, _job("launcher", "l"), _job("node", "n")],
+            {"note": "n"},
+            "spec.template.spec.replicatedJobs[3].template.spec.template",
+            id="non-map-entries-and-other-jobs-skipped",
+        ),
+        pytest.param(
+            [_job("node", "first"), _job("node", "second")],
+            {"note": "first"},
+            "spec.template.spec.replicatedJobs[0].template.spec.template",
+            id="first-node-job-wins",
+        ),
+        pytest.param(
+            [node_job(None)],
+            {},
+            "spec.template.spec.replicatedJobs[0].template.spec.template",
+            id="no-annotations",
+        ),
+        pytest.param(
+            [
+                {
+                    "name": "node",
+                    "template": {"spec": {"template": {"metadata": {"annotations": 1}}}},
+                }
+            ],
+            {},
+            "spec.template.spec.replicatedJobs[0].template.spec.template",
+            id="annotations-not-a-map",
+        ),
+    ],
+)
+def test_the_first_map_entry_named_node_supplies_the_pod_template(
+    jobs: list[object], annotations: dict[str, object], path: str
+) -> None:
+    found = node_template(runtime(jobs=jobs))
+    assert found == NodeTemplate(annotations=annotations, path=FieldPath(path))
+
+
+@pytest.mark.parametrize(
+    ("obj", "reason", "path"),
+    [
+        pytest.param(
+            runtime(jobs=[_job("launcher", "l")]),
+            'declares no "node" job',
+            "spec.template.spec.replicatedJobs",
+            id="no-node-job",
+        ),
+        pytest.param(
+            runtime(jobs=[]),
+            'declares no "node" job',
+            "spec.template.spec.replicatedJobs",
+            id="empty",
+        ),
+        pytest.param(
+            {"spec": {"template": {"spec": {"replicatedJobs": {"name": "node"}}}}},
+            'declares no "node" job',
+            "spec.template.spec.replicatedJobs",
+            id="replicated-jobs-not-a-list",
+        ),
+        pytest.param(
+            {}, 'declares no "node" job', "spec.template.spec.replicatedJobs", id="no-spec"
+        ),
+        pytest.param(
+            runtime(jobs=["x", {"name": "node", "template": {"spec": {}}}]),
+            'the "node" replicatedJob has no template.spec.template',
+            "spec.template.spec.replicatedJobs[1]",
+            id="node-job-without-pod-template",
+        ),
+        pytest.param(
+            runtime(jobs=[{"name": "node"}, node_job()]),
+            'the "node" replicatedJob has no template.spec.template',
+            "spec.template.spec.replicatedJobs[0]",
+            id="first-node-job-wins-even-without-template",
+        ),
+    ],
+)
+def test_a_runtime_without_a_node_pod_template_says_why_and_where(
+    obj: object, reason: str, path: str
+) -> None:
+    found = node_template(obj)
+    assert isinstance(found, NodeTemplateMissing)
+    assert reason in found.reason
+    assert str(found.path) == path
+
+
+def test_annotation_paths_are_keyed_under_the_pod_template_metadata() -> None:
+    found = node_template(runtime(annotations={}))
+    assert isinstance(found, NodeTemplate)
+    assert str(found.annotation_path(INTERFACES)) == (
+        "spec.template.spec.replicatedJobs[0].template.spec.template"
+        f".metadata.annotations[{INTERFACES}]"
+    )

@@ -1,0 +1,63 @@
+"""Verdict values, the verdict builder and policy defaults (app.domain.verdict, .policy)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.policy import NotReady, OnUnverifiable, Policy
+from app.domain.verdict import Verdict, VerdictBuilder
+from app.domain.violations import Code, Violation
+
+
+def _v(code: Code) -> Violation:
+    return Violation(code=code, field="f", message=f"m {code}")
+
+
+def test_policy_defaults_are_the_spec_defaults() -> None:
+    assert Policy() == Policy(
+        recipe_runtimes=frozenset({"torch-distributed-tcpxo"}),
+        not_ready=NotReady.DENY,
+        recipe_required=True,
+        on_unverifiable=OnUnverifiable.DENY,
+    )
+
+
+@pytest.mark.parametrize(
+    ("violations", "allowed", "status"),
+    [
+        pytest.param((), True, 403, id="allowed"),
+        pytest.param((_v(Code.NETWORK_NOT_FOUND),), False, 403, id="policy-denial"),
+        pytest.param((_v(Code.CLUSTER_STATE_UNAVAILABLE),), False, 503, id="cannot-decide"),
+        pytest.param(
+            (_v(Code.CLUSTER_STATE_UNAVAILABLE), _v(Code.DEFAULT_INTERFACE_INVALID)),
+            False,
+            403,
+            id="cannot-decide-and-policy-denial",
+        ),
+    ],
+)
+def test_a_verdict_is_allowed_without_violations_and_503_only_when_undecidable(
+    violations: tuple[Violation, ...], allowed: bool, status: int
+) -> None:
+    verdict = Verdict(violations=violations)
+    assert (verdict.allowed, verdict.status_code) == (allowed, status)
+
+
+def test_the_builder_collects_denials_waivers_and_notes_in_order() -> None:
+    out = VerdictBuilder()
+    out.judge(_v(Code.NETWORK_NOT_READY), enforce=False)
+    out.note("a note")
+    out.judge(_v(Code.NETWORK_NOT_FOUND), enforce=True)
+    out.deny(_v(Code.RECIPE_INVALID))
+    out.recipe = "ns/r@1"
+    assert out.build() == Verdict(
+        violations=(_v(Code.NETWORK_NOT_FOUND), _v(Code.RECIPE_INVALID)),
+        waived=(_v(Code.NETWORK_NOT_READY),),
+        warnings=("[NetworkNotReady] m NetworkNotReady", "a note"),
+        recipe="ns/r@1",
+    )
+
+
+def test_an_empty_builder_builds_an_allowing_verdict_without_recipe() -> None:
+    assert VerdictBuilder().build() == Verdict()
+    assert Verdict().recipe == "none"
