@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# nicguard: multi-stage build; the final image has no compilers, no pip and runs as non-root.
+
+FROM python:3.11-slim-bookworm AS build
+WORKDIR /src
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/nicguard
+COPY pyproject.toml README.md ./
+COPY app ./app
+RUN /opt/nicguard/bin/pip install --no-compile . \
+    && /opt/nicguard/bin/pip uninstall --yes pip setuptools \
+    && find /opt/nicguard -name '__pycache__' -prune -exec rm -rf {} +
+
+FROM python:3.11-slim-bookworm
+LABEL org.opencontainers.image.title="nicguard" \
+      org.opencontainers.image.description="Validating admission webhook for GKE multi-NIC wiring of Kubeflow Trainer workloads"
+ENV PATH=/opt/nicguard/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    NICGUARD_CERT_DIR=/var/run/nicguard/certs
+COPY --from=build /opt/nicguard /opt/nicguard
+USER 65532:65532
+EXPOSE 8443 8080
+ENTRYPOINT ["nicguard"]
+CMD ["serve"]
