@@ -10,7 +10,9 @@ from pathlib import Path
 
 from app.checking import check_files, render_json, render_text
 from app.files.loader import StateFileError
+from app.kube.client import ClientConfigError
 from app.settings import POLICY_OPTIONS, SettingsError, add_options, settings_from
+from app.tls import TLSConfigError
 from app.wiring import add_serve_options, serve
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
@@ -39,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return serve(args, settings, os.environ)
         results = check_files(args.state, args.files, settings)
-    except (SettingsError, StateFileError) as error:
+    except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:
         print(f"nicguard: {error}", file=sys.stderr)  # noqa: T201
         return EXIT_INPUT
     print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201

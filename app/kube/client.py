@@ -1,0 +1,160 @@
+"""The Kubernetes API client: loading its configuration, and LIST/WATCH as raw JSON objects.
+
+Generated-client types stop here; what leaves is ``Listing``/``WatchEvent`` of plain mappings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import urllib3
+from kubernetes import config
+from kubernetes.client import ApiClient, Configuration
+
+from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
+
+ListCall = Callable[..., object]
+"""A generated ``list_*`` method with its path arguments bound (``functools.partial``)."""
+
+_load_incluster = cast(Callable[..., None], config.load_incluster_config)
+_load_kube_config = cast(Callable[..., None], config.load_kube_config)
+
+
+class ClientConfigError(Exception):
+    """Neither in-cluster nor kubeconfig credentials could be loaded; the text says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A LIST result: the items and the collection resourceVersion to watch from."""
+
+    items: Sequence[JsonMap]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event; ``event_type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR."""
+
+    event_type: str
+    obj: JsonMap
+
+
+def load_api_client(environ: Mapping[str, str] = os.environ) -> ApiClient:
+    """In-cluster service-account config, else ``$KUBECONFIG`` or ``~/.kube/config``."""
+    configuration = Configuration()
+    try:
+        _load_incluster(client_configuration=configuration)
+    except config.ConfigException as in_cluster:
+        try:
+            _load_kube_config(
+                config_file=environ.get("KUBECONFIG") or None, client_configuration=configuration
+            )
+        except (config.ConfigException, OSError) as kubeconfig:
+            raise ClientConfigError(
+                f"no Kubernetes credentials: in-cluster: {in_cluster}; kubeconfig: {kubeconfig}"
+            ) from None
+    return ApiClient(configuration=configuration)
+
+
+class ApiListWatch:
+    """LIST and WATCH through one generated list method, reading the JSON bodies directly.
+
+    Raw bodies (``_preload_content=False``) skip model deserialization, so every resource
+    yields plain mappings; watch ERROR events reach the cache, which owns 410 handling.
+    """
+
+    def __init__(
+        self,
+        call: ListCall,
+        *,
+        watch_seconds: int = 300,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 60.0,
+        page_size: int = 500,
+    ) -> None:
+        self._call = call
+        self._page_size = page_size
+        self._stream: urllib3.BaseHTTPResponse | None = None
+        self._closed = False
+        self._watch_seconds = watch_seconds
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+
+    def list(self) -> Listing:
+        """All pages of the collection; paging bounds the JSON held at once (SPEC 10: RSS)."""
+        objects: list[JsonMap] = []
+        token: str | None = None
+        while True:
+            response = _raw(
+                self._call(
+                    limit=self._page_size,
+                    _continue=token,
+                    _preload_content=False,
+                    _request_timeout=(self._connect_timeout, self._read_timeout),
+                )
+            )
+            try:
+                body: object = json.loads(response.data)
+            finally:
+                response.release_conn()
+            raw_items = as_list(value_at(body, "items")) or ()
+            objects.extend(obj for raw in raw_items if (obj := as_map(raw)) is not None)
+            token = str_at(body, "metadata", "continue")
+            if not token:  # every page of one LIST carries the same snapshot resourceVersion
+                return Listing(objects, str_at(body, "metadata", "resourceVersion") or "")
+
+    def watch(self, resource_version: str) -> Iterator[WatchEvent]:
+        """Open the watch now (HTTP errors raise here); events are read lazily."""
+        response = _raw(
+            self._call(
+                watch=True,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                # The server ends the watch after timeout_seconds; the read timeout is a
+                # backstop so a silently dead connection cannot block the thread forever.
+                timeout_seconds=self._watch_seconds,
+                _preload_content=False,
+                _request_timeout=(self._connect_timeout, self._watch_seconds + 30.0),
+            )
+        )
+        self._stream = response
+        if self._closed:
+            response.close()
+        return _events(response)
+
+    def close(self) -> None:
+        """Unblock a watch read from another thread; a plain ``close()`` can deadlock on TLS."""
+        self._closed = True
+        connection = getattr(self._stream, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+def _raw(response: object) -> urllib3.BaseHTTPResponse:
+    if not isinstance(response, urllib3.BaseHTTPResponse):
+        raise TypeError(f"expected a raw HTTP response, got {type(response).__name__}")
+    return response
+
+
+def _events(response: urllib3.BaseHTTPResponse) -> Iterator[WatchEvent]:
+    try:
+        for line in response:  # urllib3 splits the chunked stream at newlines
+            try:
+                decoded: object = json.loads(line)
+            except ValueError:
+                continue  # a torn or blank line carries no event
+            event_type, obj = str_at(decoded, "type"), map_at(decoded, "object")
+            if event_type and obj is not None:
+                yield WatchEvent(event_type, obj)
+    finally:
+        response.close()
+        response.release_conn()

@@ -1,0 +1,205 @@
+"""Kubernetes-mode ``ClusterView``: watch caches of Networks, the recipe ConfigMap and runtimes.
+
+Every answer is read from a cache's current state; nothing here calls the API per request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Final
+
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+
+from app.documents import load_yaml
+from app.domain.cluster import Networks, RuntimeKey, Unverifiable, runtime_key
+from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.inventory import ObjectName, recipe_of
+from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
+from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_from_object
+from app.domain.recipe import Recipe, RecipeMissing
+from app.kube.client import ApiListWatch
+from app.kube.watch_cache import DEFAULT_PACING, ListWatch, Pacing, WatchCache
+from app.metrics import CacheStatus
+
+NETWORK_PLURAL: Final = "networks"
+CLUSTER_RUNTIME_PLURAL: Final = "clustertrainingruntimes"
+RUNTIME_PLURAL: Final = "trainingruntimes"
+# Never read by the rules, yet often the bulk of an object: dropped to keep RSS low (SPEC 10).
+_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where each cache reads from; ``KubeClusterView.from_api_client`` builds the real ones."""
+
+    networks: ListWatch
+    recipe: ListWatch
+    cluster_runtimes: ListWatch
+    runtimes: ListWatch
+
+
+class KubeClusterView:
+    """Satisfies ``app.domain.cluster.ClusterView``; unsynced caches answer ``Unverifiable``."""
+
+    def __init__(
+        self, sources: Sources, *, recipe_name: ObjectName, pacing: Pacing = DEFAULT_PACING
+    ) -> None:
+        self._recipe_name = recipe_name
+        self._networks = WatchCache[str, Network](
+            name="networks",
+            resource=f"{NETWORK_PLURAL}.{NETWORK_GROUP}",
+            source=sources.networks,
+            key=_name,
+            convert=network_from_object,
+            pacing=pacing,
+        )
+        # Parsed once per change of the ConfigMap, never per request.
+        self._recipe = WatchCache[str, Recipe](
+            name="recipe",
+            resource=f"configmaps in namespace {recipe_name.namespace}",
+            source=sources.recipe,
+            key=_name,
+            convert=partial(_recipe, name=recipe_name),
+            pacing=pacing,
+        )
+        self._cluster_runtimes = _runtime_cache(
+            Kind.CLUSTER_TRAINING_RUNTIME, CLUSTER_RUNTIME_PLURAL, sources.cluster_runtimes, pacing
+        )
+        self._runtimes = _runtime_cache(
+            Kind.TRAINING_RUNTIME, RUNTIME_PLURAL, sources.runtimes, pacing
+        )
+        self._all = (self._networks, self._recipe, self._cluster_runtimes, self._runtimes)
+
+    @classmethod
+    def from_api_client(
+        cls, api_client: ApiClient, recipe_name: ObjectName, *, pacing: Pacing = DEFAULT_PACING
+    ) -> KubeClusterView:
+        """Caches over the real API; call ``start()`` to begin listing."""
+        custom, core = CustomObjectsApi(api_client), CoreV1Api(api_client)
+        list_cluster = custom.list_cluster_custom_object
+        list_all = custom.list_custom_object_for_all_namespaces
+        sources = Sources(
+            networks=ApiListWatch(
+                partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL)
+            ),
+            # A field selector makes this a list+watch of the one ConfigMap.
+            recipe=ApiListWatch(
+                partial(
+                    core.list_namespaced_config_map,
+                    recipe_name.namespace,
+                    field_selector=f"metadata.name={recipe_name.name}",
+                )
+            ),
+            cluster_runtimes=ApiListWatch(
+                partial(list_cluster, TRAINER_GROUP, TRAINER_VERSION, CLUSTER_RUNTIME_PLURAL)
+            ),
+            runtimes=ApiListWatch(
+                partial(list_all, TRAINER_GROUP, TRAINER_VERSION, RUNTIME_PLURAL)
+            ),
+        )
+        return cls(sources, recipe_name=recipe_name, pacing=pacing)
+
+    def networks(self) -> Networks | Unverifiable:
+        state = self._networks.state
+        if not state.synced:
+            return _unverifiable(self._networks.name, state.error)
+        return Networks(by_name=state.items, served=state.served)
+
+    def recipe(self) -> Recipe | RecipeMissing | Unverifiable:
+        state = self._recipe.state
+        if not state.synced:
+            return _unverifiable(self._recipe.name, state.error)
+        found = state.items.get(self._recipe_name.name)
+        return RecipeMissing(ref=str(self._recipe_name)) if found is None else found
+
+    def runtime(self, kind: Kind, namespace: str, name: str) -> JsonMap | Unverifiable | None:
+        if kind is Kind.CLUSTER_TRAINING_RUNTIME:
+            cache = self._cluster_runtimes
+        elif kind is Kind.TRAINING_RUNTIME:
+            cache = self._runtimes
+        else:
+            return None
+        state = cache.state
+        if not state.synced:
+            return _unverifiable(cache.name, state.error)
+        return state.items.get(runtime_key(kind, namespace, name))
+
+    def start(self) -> None:
+        for cache in self._all:
+            cache.start()
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Signal every cache first, then wait for them within one shared ``timeout``."""
+        for cache in self._all:
+            cache.stop(timeout=0.0)
+        deadline = time.monotonic() + timeout
+        for cache in self._all:
+            cache.stop(timeout=max(0.0, deadline - time.monotonic()))
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Whether every cache completed its first list within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        return all(
+            cache.first_sync.wait(max(0.0, deadline - time.monotonic())) for cache in self._all
+        )
+
+    def alive(self) -> bool:
+        """Whether every cache thread still runs (for /healthz)."""
+        return all(cache.alive() for cache in self._all)
+
+    def status(self) -> list[CacheStatus]:
+        return [
+            CacheStatus(
+                name=cache.name,
+                synced=s.synced,
+                served=s.served,
+                last_event_age_seconds=cache.last_event_age(),
+                error=s.error,
+            )
+            for cache in self._all
+            for s in (cache.state,)
+        ]
+
+
+def _unverifiable(cache: str, error: str | None) -> Unverifiable:
+    return Unverifiable(f"{cache} cache not synced: {error or 'initial list pending'}")
+
+
+def _name(obj: JsonMap) -> str | None:
+    return str_at(obj, "metadata", "name")
+
+
+def _recipe(configmap: JsonMap, *, name: ObjectName) -> Recipe | None:
+    if _name(configmap) != name.name:
+        return None
+    return recipe_of(configmap, name, load_yaml)
+
+
+def _runtime_cache(
+    kind: Kind, plural: str, source: ListWatch, pacing: Pacing
+) -> WatchCache[RuntimeKey, JsonMap]:
+    def key(obj: JsonMap) -> RuntimeKey | None:
+        name = _name(obj)
+        namespace = str_at(obj, "metadata", "namespace") or ""
+        return runtime_key(kind, namespace, name) if name else None
+
+    return WatchCache[RuntimeKey, JsonMap](
+        name=plural,
+        resource=f"{plural}.{TRAINER_GROUP}",
+        source=source,
+        key=key,
+        convert=_slim,
+        pacing=pacing,
+    )
+
+
+def _slim(obj: JsonMap) -> JsonMap:
+    """The object without managedFields and the last-applied annotation."""
+    metadata = dict(map_at(obj, "metadata") or {})
+    metadata.pop("managedFields", None)
+    annotations = map_at(metadata, "annotations")
+    if annotations is not None and _LAST_APPLIED in annotations:
+        metadata["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
+    return {**obj, "metadata": metadata}

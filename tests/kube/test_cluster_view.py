@@ -1,0 +1,336 @@
+"""KubeClusterView over scripted sources, and once over the real client against a local server."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from kubernetes.client import ApiClient, ApiException, Configuration
+
+from app.domain.annotation import InterfaceRef
+from app.domain.cluster import ClusterView, Networks, Unverifiable
+from app.domain.fields import JsonMap
+from app.domain.inventory import ObjectName
+from app.domain.kinds import Kind
+from app.domain.network import Network
+from app.domain.recipe import Recipe, RecipeMissing
+from app.kube.client import ClientConfigError, Listing, WatchEvent, load_api_client
+from app.kube.cluster_view import KubeClusterView, Sources
+from app.kube.watch_cache import Pacing
+from tests.kube.test_watch_cache import FAST, Held, ScriptedSource, Stream, wait_for
+
+RECIPE = ObjectName("nicguard-system", "nicguard-recipe")
+PAIRS = [(f"eth{n}", f"gpu-nic-{n - 1}") for n in range(1, 9)]
+MAPPING = tuple(InterfaceRef(name, network=network) for name, network in PAIRS)
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def network(name: str, *, ready: bool = True, version: str = "3") -> JsonMap:
+    status = "True" if ready else "False"
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "Network",
+        "metadata": {"name": name, "resourceVersion": version},
+        "spec": {"parametersRef": {"kind": "GKENetworkParamSet", "name": name}},
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": status, "reason": "Pending"},
+                {"type": "ParamsReady", "status": "True"},
+            ]
+        },
+    }
+
+
+def recipe_configmap(version: str, interfaces: str) -> JsonMap:
+    metadata = {"name": RECIPE.name, "namespace": RECIPE.namespace, "resourceVersion": version}
+    return {"metadata": metadata, "data": {"tcpxoInterfaces": interfaces}}
+
+
+def runtime(kind: str, name: str, namespace: str | None = None) -> JsonMap:
+    metadata: dict[str, object] = {
+        "name": name,
+        "resourceVersion": "4",
+        "labels": {"nicguard.dev/recipe-bound": "true"},
+        "annotations": {LAST_APPLIED: "{...}", "team": "a"},
+        "managedFields": [{"manager": "kubectl"}],
+    }
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind, "metadata": metadata}
+
+
+def synced_source(*items: JsonMap) -> ScriptedSource:
+    return ScriptedSource(lists=[Listing(items, "10")])
+
+
+MakeView = Callable[..., KubeClusterView]
+
+
+def _is_a_cluster_view(view: KubeClusterView) -> ClusterView:
+    return view  # mypy proves the structural fit with the domain protocol
+
+
+@pytest.fixture
+def make_view() -> Iterator[MakeView]:
+    made: list[tuple[KubeClusterView, list[ScriptedSource]]] = []
+
+    def make(
+        networks: ScriptedSource | None = None,
+        recipe: ScriptedSource | None = None,
+        cluster_runtimes: ScriptedSource | None = None,
+        runtimes: ScriptedSource | None = None,
+    ) -> KubeClusterView:
+        scripted = [
+            source or synced_source() for source in (networks, recipe, cluster_runtimes, runtimes)
+        ]
+        view = KubeClusterView(Sources(*scripted), recipe_name=RECIPE, pacing=FAST)
+        view.start()
+        made.append((view, scripted))
+        return view
+
+    yield make
+    for view, scripted in made:
+        view.stop()
+        assert all(source.closed.is_set() for source in scripted)
+        assert not view.alive()
+
+
+def test_unsynced_caches_answer_unverifiable(make_view: MakeView) -> None:
+    pending = [Held[Listing | Exception](Listing((), "1")) for _ in range(4)]
+    view = make_view(*(ScriptedSource(lists=[held]) for held in pending))
+    assert not view.wait_synced(0.05)
+    assert view.networks() == Unverifiable("networks cache not synced: initial list pending")
+    assert view.recipe() == Unverifiable("recipe cache not synced: initial list pending")
+    assert view.runtime(Kind.TRAINING_RUNTIME, "team-a", "rt") == Unverifiable(
+        "trainingruntimes cache not synced: initial list pending"
+    )
+    assert [s.synced for s in view.status()] == [False] * 4
+    for held in pending:
+        held.release.set()
+    assert view.wait_synced(5)
+    assert view.networks() == Networks(by_name={}, served=True)
+    assert view.recipe() == RecipeMissing(ref=str(RECIPE))
+
+
+def test_networks_come_from_the_cache_as_domain_values(make_view: MakeView) -> None:
+    source = ScriptedSource(
+        lists=[Listing((network("gpu-nic-0"), network("gpu-nic-1", ready=False)), "10")],
+        watches=[[WatchEvent("DELETED", network("gpu-nic-1"))]],
+    )
+    view = make_view(networks=source)
+    assert view.wait_synced(5)
+    wait_for(lambda: len(source.watch_versions) == 2)
+    assert view.networks() == Networks(by_name={"gpu-nic-0": Network("gpu-nic-0")})
+
+
+def test_network_api_not_served_is_answered_without_unverifiable(make_view: MakeView) -> None:
+    view = make_view(networks=ScriptedSource(lists=[ApiException(status=404)]))
+    assert view.wait_synced(5)
+    assert view.networks() == Networks(by_name={}, served=False)
+    assert [s.served for s in view.status()] == [False, True, True, True]
+
+
+def test_recipe_follows_its_configmap_and_is_parsed_once_per_change(
+    make_view: MakeView,
+) -> None:
+    interfaces = json.dumps([{"interfaceName": eth, "network": net} for eth, net in PAIRS])
+    steps: list[Held[Stream | Exception]] = [
+        Held([WatchEvent("ADDED", recipe_configmap("7", interfaces))]),
+        Held([WatchEvent("MODIFIED", recipe_configmap("8", "[]"))]),
+        Held([WatchEvent("DELETED", recipe_configmap("9", "[]"))]),
+    ]
+    view = make_view(recipe=ScriptedSource(lists=[Listing((), "5")], watches=steps))
+    assert view.wait_synced(5)
+    assert view.recipe() == RecipeMissing(ref="nicguard-system/nicguard-recipe")
+
+    steps[0].release.set()
+    wait_for(lambda: isinstance(view.recipe(), Recipe))
+    assert view.recipe() == Recipe(ref="nicguard-system/nicguard-recipe@7", mapping=MAPPING)
+    assert view.recipe() is view.recipe()
+
+    steps[1].release.set()
+    wait_for(lambda: view.recipe() != Recipe(ref=f"{RECIPE}@7", mapping=MAPPING))
+    changed = view.recipe()
+    assert isinstance(changed, Recipe)
+    assert changed.ref == "nicguard-system/nicguard-recipe@8"
+    assert changed.problem is not None
+
+    steps[2].release.set()
+    wait_for(lambda: isinstance(view.recipe(), RecipeMissing))
+
+
+def test_runtimes_are_looked_up_by_kind_namespace_and_name(make_view: MakeView) -> None:
+    view = make_view(
+        cluster_runtimes=synced_source(runtime("ClusterTrainingRuntime", "torch")),
+        runtimes=synced_source(runtime("TrainingRuntime", "rt", "team-a")),
+    )
+    assert view.wait_synced(5)
+    found = view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "ignored", "torch")
+    assert isinstance(found, dict)
+    assert found["metadata"] == {
+        "name": "torch",
+        "resourceVersion": "4",
+        "labels": {"nicguard.dev/recipe-bound": "true"},
+        "annotations": {"team": "a"},
+    }
+    assert view.runtime(Kind.TRAINING_RUNTIME, "team-a", "rt") is not None
+    assert view.runtime(Kind.TRAINING_RUNTIME, "team-b", "rt") is None
+    assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "other") is None
+    assert view.runtime(Kind.TRAIN_JOB, "team-a", "rt") is None
+
+
+def test_a_forbidden_cache_makes_only_its_answers_unverifiable(make_view: MakeView) -> None:
+    denied = ScriptedSource(lists=[ApiException(status=403, reason="Forbidden")])
+    view = make_view(runtimes=denied)
+    wait_for(lambda: denied.list_calls >= 2 and all(s.synced for s in view.status()[:3]))
+    message = "forbidden: cannot list trainingruntimes.trainer.kubeflow.org (RBAC)"
+    assert view.runtime(Kind.TRAINING_RUNTIME, "team-a", "rt") == Unverifiable(
+        f"trainingruntimes cache not synced: {message}"
+    )
+    assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "rt") is None
+    assert isinstance(view.networks(), Networks)
+    status = {s.name: s for s in view.status()}
+    assert list(status) == ["networks", "recipe", "clustertrainingruntimes", "trainingruntimes"]
+    assert status["trainingruntimes"].error == message
+    assert not status["trainingruntimes"].synced
+    assert status["networks"].synced
+    assert status["networks"].last_event_age_seconds is not None
+
+
+class _ApiServer(ThreadingHTTPServer):
+    """Answers the four LIST/WATCH paths like a kube-apiserver would, recording each query."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.queries: list[tuple[str, dict[str, str]]] = []
+        self.closing = threading.Event()
+        self.network_watches = 0
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        return  # a client that hung up on a held watch is expected here
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked watch streams, as the apiserver does
+    server: _ApiServer
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base signature
+        return
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = {key: values[0] for key, values in parse_qs(url.query).items()}
+        self.server.queries.append((url.path, query))
+        group = "/apis/trainer.kubeflow.org/v1alpha1/"
+        if url.path == group + "clustertrainingruntimes":
+            self._reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+        elif url.path == group + "trainingruntimes":
+            self._reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
+        elif query.get("watch") != "true" and url.path.endswith("/networks"):
+            # Two pages: the continue token of the first fetches the second.
+            page = "continue" in query
+            metadata = {"resourceVersion": "100"} | ({} if page else {"continue": "p2"})
+            items = [network("gpu-nic-2" if page else "gpu-nic-0")]
+            self._reply(200, {"items": items, "metadata": metadata})
+        elif query.get("watch") != "true":
+            self._reply(200, {"items": [], "metadata": {"resourceVersion": "100"}})
+        elif url.path.endswith("/networks") and self.server.network_watches == 0:
+            self.server.network_watches += 1
+            self._stream({"type": "ADDED", "object": network("gpu-nic-1", version="101")})
+        else:
+            self._stream(None)  # a quiet watch, held open until teardown
+
+    def _reply(self, code: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, event: object) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if event is None:
+            self.server.closing.wait()
+        else:
+            line = json.dumps(event).encode() + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+        self.wfile.write(b"0\r\n\r\n")
+
+
+def test_from_api_client_lists_and_watches_through_the_generated_client() -> None:
+    server = _ApiServer()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    api_client = ApiClient(Configuration(host=f"http://127.0.0.1:{server.server_port}"))
+    pacing = Pacing(backoff_base=0.01, backoff_cap=0.05, recheck=0.05)
+    view = KubeClusterView.from_api_client(api_client, RECIPE, pacing=pacing)
+    view.start()
+    try:
+        wait_for(lambda: all(s.synced for s in view.status()[:3]))
+        wait_for(lambda: len(getattr(view.networks(), "by_name", {})) == 3)
+        assert view.recipe() == RecipeMissing(ref=str(RECIPE))
+        assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
+        wait_for(lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable))
+        assert [q for p, q in server.queries if p.endswith("/networks")][:3] == [
+            {"limit": "500"},
+            {"limit": "500", "continue": "p2"},
+            {
+                "watch": "true",
+                "resourceVersion": "100",
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": "300",
+            },
+        ]
+        configmaps = dict(server.queries)["/api/v1/namespaces/nicguard-system/configmaps"]
+        assert configmaps["fieldSelector"] == "metadata.name=nicguard-recipe"
+        started = time.monotonic()
+        view.stop()  # the quiet watches are still held open by the server
+        assert not view.alive()
+        assert time.monotonic() - started < 0.9
+    finally:
+        view.stop()
+        server.closing.set()
+        server.shutdown()
+        server.server_close()
+        api_client.rest_client.close()
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t0ken}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+outside_a_pod = pytest.mark.skipif(
+    "KUBERNETES_SERVICE_HOST" in os.environ, reason="in-cluster config would win"
+)
+
+
+@outside_a_pod
+def test_load_api_client_falls_back_to_kubeconfig(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG)
+    api_client = load_api_client({"KUBECONFIG": str(path)})
+    assert api_client.configuration.host == "https://127.0.0.1:6443"
+    api_client.rest_client.close()
+
+
+@outside_a_pod
+def test_load_api_client_without_credentials_says_why(tmp_path: Path) -> None:
+    with pytest.raises(ClientConfigError, match="no Kubernetes credentials: in-cluster: "):
+        load_api_client({"KUBECONFIG": str(tmp_path / "absent")})
