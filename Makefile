@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint unit e2e clean
+.PHONY: run test lint unit e2e k8s-bins demo clean
 
 # Serve the webhook on the example cluster state (file mode) with self-signed certs in certs/.
 run: $(STAMP)
@@ -20,16 +20,29 @@ $(STAMP): pyproject.toml
 	touch $@
 
 lint: $(STAMP)
-	$(BIN)/ruff check app tests
-	$(BIN)/ruff format --check app tests
+	$(BIN)/ruff check app tests scripts bench
+	$(BIN)/ruff format --check app tests scripts bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not e2e" --cov --cov-report=term-missing:skip-covered
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=100
 
-test: lint unit
+# kube-apiserver + etcd for the e2e tier: prints their directory (reuses the cache; builds once).
+k8s-bins:
+	@scripts/k8s-bins.sh
+
+# End-to-end tests against a real kube-apiserver + etcd on loopback (fails, never skips, without them).
+e2e: $(STAMP) k8s-bins
+	bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(BIN)/pytest -m e2e tests/e2e -v
+
+# nicguard behind a real apiserver: one good apply and three denials, then everything is stopped.
+demo: $(STAMP) k8s-bins
+	@bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(BIN)/python scripts/demo.py
+
+test: lint unit e2e
 
 clean:
 	rm -rf $(VENV) certs .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -47,7 +47,7 @@ def missing_networks(wiring: Wiring, targets: list[Target], networks: Networks) 
     return Violation(
         code=Code.NETWORK_NOT_FOUND,
         field=wiring.entry_path(missing[0][0], "network"),
-        message=f"no Network object named {', '.join(e.pair() for _, e, _ in missing)} "
+        message=f"no Network object exists for {', '.join(e.pair() for _, e, _ in missing)} "
         f"(cluster has: {known or 'no Network objects'})",
     )
 

@@ -47,18 +47,22 @@ class WatchEvent:
 
 
 def load_api_client(environ: Mapping[str, str] = os.environ) -> ApiClient:
-    """In-cluster service-account config, else ``$KUBECONFIG`` or ``~/.kube/config``."""
+    """``$KUBECONFIG`` when set (as kubectl does), else in-cluster, else ``~/.kube/config``."""
     configuration = Configuration()
+    explicit = environ.get("KUBECONFIG") or None
     try:
+        if explicit is not None:
+            _load_kube_config(config_file=explicit, client_configuration=configuration)
+            return ApiClient(configuration=configuration)
         _load_incluster(client_configuration=configuration)
-    except config.ConfigException as in_cluster:
+    except (config.ConfigException, OSError) as error:
+        if explicit is not None:
+            raise ClientConfigError(f"cannot use KUBECONFIG={explicit}: {error}") from None
         try:
-            _load_kube_config(
-                config_file=environ.get("KUBECONFIG") or None, client_configuration=configuration
-            )
+            _load_kube_config(config_file=None, client_configuration=configuration)
         except (config.ConfigException, OSError) as kubeconfig:
             raise ClientConfigError(
-                f"no Kubernetes credentials: in-cluster: {in_cluster}; kubeconfig: {kubeconfig}"
+                f"no Kubernetes credentials: in-cluster: {error}; kubeconfig: {kubeconfig}"
             ) from None
     return ApiClient(configuration=configuration)
 

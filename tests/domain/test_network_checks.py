@@ -66,7 +66,7 @@ def test_one_not_found_violation_lists_every_missing_network_and_the_cluster_nam
     assert codes(verdict) == ("NetworkNotFound",)
     violation = verdict.violations[0]
     assert violation.field == f"{INTERFACES_PATH}[3].network"
-    assert "no Network object named eth3->nope-1, eth4->nope-2" in violation.message
+    assert "no Network object exists for eth3->nope-1, eth4->nope-2" in violation.message
     assert f"(cluster has: {', '.join(GPU_NICS)})" in violation.message
 
 

@@ -1,0 +1,50 @@
+"""Session fixtures of the e2e tier: one real control plane with nicguard for most tests.
+
+Binaries missing is a failure, never a skip (``make e2e`` builds them). Logs of etcd,
+kube-apiserver and nicguard stay in pytest's temp dir and are attached to failing tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+
+import pytest
+
+from tests.e2e.objects import unique
+from tests.e2e.stack import Stack, populate, running
+from tests.e2e.state import create_namespace, recipe_ref as read_recipe_ref
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Control plane + CRDs + nicguard (as its ServiceAccount) + webhook + example state."""
+    with running(tmp_path_factory.mktemp("cluster")) as started:
+        populate(started)
+        yield started
+
+
+@pytest.fixture
+def recipe_ref(stack: Stack) -> str:
+    """``nicguard-system/nicguard-recipe@<resourceVersion>`` now (tests may edit the recipe)."""
+    return read_recipe_ref(stack.plane)
+
+
+@pytest.fixture
+def namespace(stack: Stack) -> str:
+    """A fresh namespace (never deleted: without a controller-manager it would stay Terminating)."""
+    name = unique("e2e")
+    create_namespace(stack.plane, name)
+    return name
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        funcargs = getattr(item, "funcargs", {})
+        for value in funcargs.values():
+            if isinstance(value, Stack):
+                report.sections.append(("e2e process logs", value.report()))
+    return report

@@ -1,0 +1,41 @@
+"""Assertions on ``kubectl`` runs: exact exit status, and nicguard's message as users see it."""
+
+from __future__ import annotations
+
+from tests.e2e.objects import DENIED
+from tests.e2e.state import Run
+
+
+def shown(run: Run) -> str:
+    return f"exit {run.returncode}\n--- stdout\n{run.stdout}\n--- stderr\n{run.stderr}"
+
+
+def allowed(run: Run, *stdout: str) -> None:
+    """Exit 0, no warning, and each of ``stdout`` printed."""
+    assert run.returncode == 0, shown(run)
+    assert "Warning:" not in run.stderr, shown(run)
+    for fragment in stdout:
+        assert fragment in run.stdout, shown(run)
+
+
+def warned(run: Run, *warnings: str) -> None:
+    """Exit 0 with each of ``warnings`` shown as kubectl's ``Warning: ...`` line."""
+    assert run.returncode == 0, shown(run)
+    lines = [line for line in run.stderr.splitlines() if line.startswith("Warning: ")]
+    for warning in warnings:
+        assert any(warning in line for line in lines), shown(run)
+
+
+def denied(run: Run, subject: str, code: str, *fragments: str) -> str:
+    """Exit 1 and stderr showing nicguard's denial of ``subject`` led by ``[code]``.
+
+    Returns nicguard's message (what follows the apiserver's prefix) for further checks.
+    """
+    assert run.returncode == 1, shown(run)
+    assert "Error from server (Forbidden)" in run.stderr, shown(run)
+    lead = f"{DENIED}{subject}: [{code}] "
+    assert lead in run.stderr, f"expected {lead!r}\n{shown(run)}"
+    message = run.stderr[run.stderr.index(lead) + len(DENIED) :]
+    for fragment in fragments:
+        assert fragment in message, f"expected {fragment!r}\n{shown(run)}"
+    return message

@@ -1,0 +1,125 @@
+"""The whole e2e stack: control plane, CRDs, nicguard's base manifests, nicguard, its webhook.
+
+``running()`` always stops nicguard, kube-apiserver and etcd (by PID) when it exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.objects import (
+    DENIED,
+    RECIPE_PAIRS,
+    as_list,
+    conditions,
+    example,
+    load,
+    network,
+    runtime,
+    unique,
+)
+from tests.e2e.state import (
+    NETWORKS,
+    Run,
+    apply_networks,
+    apply_recipe,
+    checked,
+    create_namespace,
+    eventually,
+    grant_developers,
+    install_crds,
+    set_status,
+)
+from tests.e2e.webhook import Nicguard, install_base, register
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    plane: ControlPlane
+    nicguard: Nicguard
+    webhook_config: dict[str, Any]
+    workdir: Path
+
+    def report(self) -> str:
+        return f"{self.plane.report()}\n{self.nicguard.report()}"
+
+    def apply(self, *objects: dict[str, Any], who: str = "alice", dry_run: bool = False) -> Run:
+        """``kubectl apply -f -`` of ``objects`` as ``who`` (``--dry-run=server`` if asked)."""
+        args = ["apply", "-f", "-", *(["--dry-run=server"] if dry_run else [])]
+        return self.plane.kubectl(who, *args, input=as_list(objects))
+
+    def kubectl(self, *args: str, who: str = "alice") -> Run:
+        return self.plane.kubectl(who, *args)
+
+
+@contextlib.contextmanager
+def running(workdir: Path, *, network_api: bool = True) -> Iterator[Stack]:
+    """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD."""
+    plane = ControlPlane(workdir)
+    nicguard = Nicguard(plane, workdir)
+    try:
+        plane.start()
+        install_crds(plane, network_api=network_api)
+        config = install_base(plane)
+        grant_developers(plane)
+        nicguard.start()
+        register(plane, nicguard, config)
+        yield Stack(plane, nicguard, config, workdir)
+    finally:
+        try:
+            nicguard.stop()
+        finally:
+            plane.stop()
+
+
+def populate(stack: Stack) -> str:
+    """``examples/cluster`` in the cluster and in nicguard's caches; returns the recipe ref."""
+    plane = stack.plane
+    apply_networks(plane)
+    recipe = apply_recipe(plane)
+    wait_for_recipe(stack)
+    runtimes = [
+        *load("cluster/torch-distributed-tcpxo.yaml"),
+        *load("cluster/torch-distributed.yaml"),
+    ]
+    checked(stack.apply(*runtimes, who="admin"), "applying the example runtimes")
+    wait_for_runtime(stack)
+    return recipe
+
+
+def wait_for_recipe(stack: Stack) -> None:
+    """Until nicguard allows a recipe-bound runtime: it holds the recipe and the Networks."""
+    good = runtime("e2e-cache-probe", recipe_bound=True)
+    eventually(
+        lambda: stack.apply(good, who="admin", dry_run=True),
+        lambda run: run.returncode == 0 and not run.stderr,
+    )
+
+
+def wait_for_runtime(stack: Stack) -> None:
+    """Until nicguard resolves TrainJobs on the shipped ``torch-distributed-tcpxo``."""
+    namespace = "e2e-cache-probe"
+    create_namespace(stack.plane, namespace)
+    drift = example("objects/trainjob-patch-drift.yaml")
+    drift["metadata"]["namespace"] = namespace
+    eventually(
+        lambda: stack.apply(drift, who="admin", dry_run=True),
+        lambda run: DENIED in run.stderr and "[MappingDivergesFromRecipe]" in run.stderr,
+    )
+
+
+def network_backed_runtime(stack: Stack, namespace: str) -> tuple[str, str]:
+    """A ready Network of its own and a TrainingRuntime using it at eth8, both admitted."""
+    net = unique("gpu-nic-own")
+    checked(stack.apply(network(net), who="admin"), "creating the Network")
+    set_status(stack.plane, NETWORKS, net, conditions(ready=True))
+    name = unique("torch-tcpxo")
+    obj = runtime(name, namespace=namespace, pairs=[*RECIPE_PAIRS[:7], ("eth8", net)])
+    # A denial has no side effect, so applying until nicguard's cache holds the Network is safe.
+    eventually(lambda: stack.apply(obj), lambda run: run.returncode == 0 and not run.stderr)
+    return net, name

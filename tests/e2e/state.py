@@ -1,0 +1,133 @@
+"""Cluster state for the e2e tier: CRDs, test RBAC, the example Networks and recipe, polling.
+
+Everything is written as ``admin``; Network conditions go through the ``status`` subresource.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from tests.e2e.controlplane import ROOT, ControlPlane
+from tests.e2e.objects import Obj, as_list, load
+from tests.e2e.procs import wait_until
+
+CRDS: Final = ROOT / "tests" / "e2e" / "crds"
+NETWORK_API_PREFIX: Final = "networking.gke.io_"
+NETWORKS: Final = "networks.networking.gke.io"
+RECIPE: Final = ("nicguard-system", "nicguard-recipe")
+ESTABLISH_TIMEOUT: Final = "60s"
+STATE_TIMEOUT: Final = 10.0
+
+Run = subprocess.CompletedProcess[str]
+
+# The non-admin user "alice" (group developers) may author Trainer objects, nothing else.
+DEVELOPER_RBAC: Final = [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "e2e-trainer-author"},
+        "rules": [
+            {
+                "apiGroups": ["trainer.kubeflow.org"],
+                "resources": ["clustertrainingruntimes", "trainingruntimes", "trainjobs"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            }
+        ],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "e2e-trainer-author"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "e2e-trainer-author",
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}
+        ],
+    },
+]
+
+
+def checked(run: Run, what: str) -> Run:
+    if run.returncode != 0:
+        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
+    return run
+
+
+def crd_files(*, network_api: bool) -> list[Path]:
+    files = sorted(CRDS.glob("*.yaml"))
+    return [f for f in files if network_api or not f.name.startswith(NETWORK_API_PREFIX)]
+
+
+def install_crds(plane: ControlPlane, *, network_api: bool = True) -> None:
+    """Create the CRDs and wait until they are Established (served)."""
+    args = [arg for f in crd_files(network_api=network_api) for arg in ("-f", str(f))]
+    checked(plane.kubectl("admin", "create", *args), "creating the CRDs")
+    wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}", "crd", "--all"]
+    checked(plane.kubectl("admin", *wait), "waiting for the CRDs")
+
+
+def grant_developers(plane: ControlPlane) -> None:
+    checked(plane.kubectl("admin", "apply", "-f", "-", input=as_list(DEVELOPER_RBAC)), "RBAC")
+
+
+def create_namespace(plane: ControlPlane, name: str) -> None:
+    checked(plane.kubectl("admin", "create", "namespace", name), f"creating namespace {name}")
+
+
+def set_status(
+    plane: ControlPlane, kind: str, name: str, status: Obj, namespace: str | None = None
+) -> None:
+    """Write ``status`` through the subresource (as admin, like the owning controller)."""
+    patch = json.dumps({"status": status})
+    args = ["patch", kind, name, "--subresource=status", "--type=merge", "-p", patch]
+    args += ["-n", namespace] if namespace else []
+    checked(plane.kubectl("admin", *args), f"setting the status of {kind}/{name}")
+
+
+def apply_networks(plane: ControlPlane) -> None:
+    """``examples/cluster/networks.yaml``: specs by apply, then each status by the subresource."""
+    raw = load("cluster/networks.yaml")
+    checked(plane.kubectl("admin", "apply", "-f", "-", input=as_list(raw)), "applying Networks")
+    for doc in load("cluster/networks.yaml", raw=True):
+        if doc.get("kind") == "Network" and "status" in doc:
+            set_status(plane, NETWORKS, doc["metadata"]["name"], doc["status"])
+
+
+def apply_recipe(plane: ControlPlane) -> str:
+    """Apply the example recipe ConfigMap; returns ``ns/name@resourceVersion``."""
+    recipe = as_list(load("cluster/recipe-configmap.yaml"))
+    checked(plane.kubectl("admin", "apply", "-f", "-", input=recipe), "applying the recipe")
+    return recipe_ref(plane)
+
+
+def recipe_ref(plane: ControlPlane) -> str:
+    namespace, name = RECIPE
+    get = ["get", "configmap", name, "-n", namespace, "-o", "jsonpath={.metadata.resourceVersion}"]
+    version = checked(plane.kubectl("admin", *get), "reading the recipe").stdout.strip()
+    return f"{namespace}/{name}@{version}"
+
+
+def eventually(
+    attempt: Callable[[], Run], until: Callable[[Run], bool], *, timeout: float = STATE_TIMEOUT
+) -> Run:
+    """Repeat a side-effect-free ``kubectl`` call until ``until`` holds (watch caches lag a bit)."""
+    last: list[Run] = []
+
+    def probe() -> Run | None:
+        run = attempt()
+        last[:] = [run]
+        return run if until(run) else None
+
+    def diagnose() -> str:
+        return f"last attempt: exit {last[0].returncode}\n{last[0].stdout}\n{last[0].stderr}"
+
+    return wait_until(
+        probe, timeout=timeout, what="kubectl to agree", interval=0.2, diagnose=diagnose
+    )

@@ -1,0 +1,52 @@
+"""TrainJobs: the effective wiring of their runtime plus patches, judged against live state."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e import expect
+from tests.e2e.objects import example, trainjob, unique
+from tests.e2e.stack import Stack, network_backed_runtime
+from tests.e2e.state import NETWORKS, checked, eventually
+
+pytestmark = pytest.mark.e2e
+
+
+def test_good_trainjob_is_created(stack: Stack, namespace: str) -> None:
+    job = example("objects/good-trainjob.yaml")
+    job["metadata"]["namespace"] = namespace
+    run = stack.apply(job)
+    expect.allowed(run, "trainjob.trainer.kubeflow.org/llama-pretrain created")
+
+
+def test_runtime_patches_drift_is_denied(stack: Stack, namespace: str, recipe_ref: str) -> None:
+    job = example("objects/trainjob-patch-drift.yaml")
+    job["metadata"]["namespace"] = namespace
+    expect.denied(
+        stack.apply(job),
+        f"TrainJob/{namespace}/llama-finetune",
+        "MappingDivergesFromRecipe",
+        "at position eth1 the object maps eth8->gpu-nic-7 but the recipe records eth1->gpu-nic-0",
+        "the same pairs appear in a different order",
+        f"(recipe {recipe_ref})",
+    )
+    assert stack.kubectl("get", "trainjob", "llama-finetune", "-n", namespace).returncode == 1
+
+
+def test_network_deleted_after_runtime_admitted_denies_new_trainjobs(
+    stack: Stack, namespace: str
+) -> None:
+    net, runtime_name = network_backed_runtime(stack, namespace)
+    first = trainjob(unique("job"), namespace, runtime_name, kind="TrainingRuntime")
+    allowed = eventually(lambda: stack.apply(first, dry_run=True), lambda run: not run.stderr)
+    expect.allowed(allowed, "created (server dry run)")
+
+    checked(stack.kubectl("delete", NETWORKS, net, who="admin"), "deleting the Network")
+    job = trainjob(unique("job"), namespace, runtime_name, kind="TrainingRuntime")
+    eventually(lambda: stack.apply(job, dry_run=True), lambda run: run.returncode != 0)
+    expect.denied(
+        stack.apply(job),
+        f"TrainJob/{namespace}/{job['metadata']['name']}",
+        "NetworkNotFound",
+        f"no Network object exists for eth8->{net} (cluster has: gpu-nic-0,",
+    )
