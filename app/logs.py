@@ -16,21 +16,37 @@ _RESERVED: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {
 }
 
 
+# What json.dumps(line, default=str, separators=(",", ":")) builds on every call, built once.
+_ENCODER: Final = json.JSONEncoder(default=str, separators=(",", ":"))
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line; exceptions are folded into ``exc`` on the same line."""
+    """One JSON object per line; exceptions are folded into ``exc`` on the same line.
+
+    Every admission decision is a line, so this is on the request path: the encoder is built
+    once and the ``YYYY-mm-ddTHH:MM:SS`` part of the timestamp once per second.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = -1
+        self._second_text = ""
 
     def format(self, record: logging.LogRecord) -> str:
+        second = int(record.created)
+        if second != self._second:
+            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second
         line: dict[str, object] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": f"{self._second_text}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        line.update((k, v) for k, v in vars(record).items() if k not in _RESERVED)
+        line.update({k: v for k, v in vars(record).items() if k not in _RESERVED})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, separators=(",", ":"))
+        return _ENCODER.encode(line)
 
 
 def configure_logging(level: str) -> None:
@@ -40,6 +56,9 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Thread, process and multiprocessing names are never written (see _RESERVED): skip
+    # looking them up for every record.
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True

@@ -82,6 +82,18 @@ class Metrics:
             "Unix time at which the served certificate expires",
             registry=self.registry,
         )
+        # Self-managed certificates only (the controller of app.kube.certificates sets them).
+        self.ca_expiry = Gauge(
+            "nicguard_ca_certificate_expiry_timestamp_seconds",
+            "Unix time at which the CA signing the served certificate expires",
+            registry=self.registry,
+        )
+        self.cabundle_verifies = Gauge(
+            "nicguard_cabundle_verifies",
+            "1 when the served certificate verifies against the caBundle of every webhook "
+            "of the webhook configuration, else 0 (also when the configuration is absent)",
+            registry=self.registry,
+        )
         self.registry.register(_CacheCollector(statuses))
 
     def observe(

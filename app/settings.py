@@ -6,8 +6,10 @@ Bad values fail at start with a message naming the setting and where the value c
 from __future__ import annotations
 
 import argparse
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -65,6 +67,38 @@ class Settings:
     log_level: str
 
 
+# The self-managed certificate controller of ``serve`` (SPEC 9), on by default in Kubernetes mode.
+CERT_OPTIONS: Final = (
+    Option(
+        "cert-controller", "", "true|false: self-managed certificates (Kubernetes mode default)"
+    ),
+    Option(
+        "cert-secret", "nicguard-system/nicguard-tls", "Secret of the self-managed certificates"
+    ),
+    Option(
+        "webhook-configuration", "nicguard", "ValidatingWebhookConfiguration to keep trusting us"
+    ),
+    Option("cert-lease", "nicguard-system/nicguard-cert-writer", "Lease of the certificate writer"),
+    Option("ca-lifetime", "63072000", "seconds a generated CA is valid (renewed at 2/3)"),
+    Option(
+        "cert-lifetime", "7776000", "seconds a generated serving cert is valid (renewed at 2/3)"
+    ),
+    Option("pod-name", "", "this replica's identity in the Lease (unset: $HOSTNAME)"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CertSettings:
+    """Where the self-managed certificates live and how long they last."""
+
+    secret: ObjectName
+    webhook_configuration: str
+    lease: ObjectName
+    ca_lifetime: timedelta
+    cert_lifetime: timedelta
+    pod_name: str
+
+
 def add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
     for option in options:
         parser.add_argument(
@@ -114,6 +148,40 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
     )
 
 
+def cert_settings(
+    raw: Mapping[str, tuple[str, str]],
+    environ: Mapping[str, str],
+    *,
+    kubernetes: bool,
+    own_tls: bool,
+) -> CertSettings | None:
+    """None when the controller is off: by ``cert-controller=false``, or by default in file mode
+    or with ``tls-cert``/``tls-key``; turning it on explicitly there is an error."""
+    if not raw["cert-controller"][0]:
+        if not kubernetes or own_tls:
+            return None
+    elif not parse_value(raw, "cert-controller", parse_bool):
+        return None
+    elif not kubernetes or own_tls:
+        raise SettingsError("cert-controller needs Kubernetes mode and no tls-cert/tls-key")
+    ca, leaf = (
+        parse_value(raw, "ca-lifetime", _lifetime),
+        parse_value(raw, "cert-lifetime", _lifetime),
+    )
+    if ca < leaf:
+        raise SettingsError("ca-lifetime must be at least cert-lifetime")
+    return CertSettings(
+        secret=parse_value(raw, "cert-secret", ObjectName.parse),
+        webhook_configuration=parse_value(raw, "webhook-configuration", _name),
+        lease=parse_value(raw, "cert-lease", ObjectName.parse),
+        ca_lifetime=ca,
+        cert_lifetime=leaf,
+        pod_name=parse_value(raw, "pod-name", str).strip()
+        or environ.get("HOSTNAME")
+        or socket.gethostname(),
+    )
+
+
 def parse_bool(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in ("true", "false"):
@@ -136,6 +204,26 @@ def parse_seconds(value: str) -> float:
     if not 0 <= seconds <= 3600:
         raise ValueError("expected 0-3600 seconds")
     return seconds
+
+
+def parse_period(value: str) -> float:
+    seconds = parse_seconds(value)
+    if seconds < 1:
+        raise ValueError("expected 1-3600 seconds")
+    return seconds
+
+
+def _lifetime(value: str) -> timedelta:
+    seconds = int(value) if value.strip().isdigit() else 0
+    if seconds < 60:
+        raise ValueError("expected a whole number of seconds, at least 60")
+    return timedelta(seconds=seconds)
+
+
+def _name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("expected a name")
+    return value.strip()
 
 
 def parse_path(value: str) -> Path | None:

@@ -9,9 +9,10 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -21,16 +22,21 @@ from app.documents import load_yaml
 from app.domain.cluster import ClusterView
 from app.domain.inventory import snapshot_of
 from app.files.loader import load_objects
+from app.kube.certificates import CertController, Targets
 from app.kube.client import load_api_client
 from app.kube.cluster_view import KubeClusterView
 from app.logs import configure_logging
 from app.metrics import CacheStatus, Metrics
 from app.settings import (
+    CERT_OPTIONS,
+    CertSettings,
     Option,
     Settings,
     SettingsError,
     add_options,
+    cert_settings,
     parse_path,
+    parse_period,
     parse_port,
     parse_seconds,
     parse_value,
@@ -38,6 +44,8 @@ from app.settings import (
 )
 from app.tls import (
     CertReloader,
+    Lifetimes,
+    SecretCertificates,
     check_pair,
     ensure_cert_dir,
     make_uvicorn_config,
@@ -61,8 +69,11 @@ SERVE_OPTIONS: Final = (
     Option("client-ca", "", "require apiserver client certificates signed by this CA"),
     Option("shutdown-delay", "0", "seconds to keep serving after SIGTERM while unready"),
     Option("sync-timeout", "60", "seconds to wait for the caches before serving anyway"),
+    Option("cert-period", "10", "seconds between certificate checks (Secret, caBundle, files)"),
+    *CERT_OPTIONS,
 )
-_CERT_POLL_SECONDS: Final = 10.0
+# uvicorn's bound on finishing in-flight requests at shutdown (the body read timeout is 10 s).
+_DRAIN_SECONDS: Final = 10
 
 CacheStatuses = Callable[[], Iterable[CacheStatus]]
 Stopper = Callable[[], None]
@@ -81,6 +92,8 @@ class ServeOptions:
     client_ca: Path | None
     shutdown_delay: float
     sync_timeout: float
+    cert_period: float
+    certs: CertSettings | None  # the self-managed certificate controller, when on
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -110,10 +123,15 @@ def serve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Serve
         client_ca=parse_value(raw, "client-ca", parse_path),
         shutdown_delay=parse_value(raw, "shutdown-delay", parse_seconds),
         sync_timeout=parse_value(raw, "sync-timeout", parse_seconds),
+        cert_period=parse_value(raw, "cert-period", parse_period),
+        certs=None,
     )
     if (options.tls_cert is None) != (options.tls_key is None):
         raise SettingsError("tls-cert and tls-key must be given together")
-    return options
+    kubernetes, own_tls = options.state is None, options.tls_cert is not None
+    return replace(
+        options, certs=cert_settings(raw, environ, kubernetes=kubernetes, own_tls=own_tls)
+    )
 
 
 @dataclass(slots=True)
@@ -134,7 +152,10 @@ class _Server(uvicorn.Server):
 def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> int:
     configure_logging(settings.log_level)
     options = serve_options(args, environ)
-    view, statuses, stop_view = _cluster_view(options, settings)
+    if options.state is not None:
+        view, statuses, stop_view, certs = (*_file_view(options.state, settings), None)
+    else:
+        view, statuses, stop_view, certs = _kubernetes(options, settings)
     cert, key = _tls_files(options)
     reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
     metrics = Metrics(statuses)
@@ -143,11 +164,19 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     def readiness() -> tuple[bool, list[CacheStatus], list[str]]:
         caches = list(statuses())
         reasons = [f"cache {c.name}: {c.error or 'syncing'}" for c in caches if not c.synced]
+        if certs is not None and (why := certs.not_ready_because(reloader.info.fingerprint)):
+            reasons.append(why)
         if lifecycle.draining:
             reasons.append("shutting down")
         return not reasons, caches, reasons
 
-    admission = create_admission_app(view=view, policy=settings.policy, metrics=metrics)
+    if certs is not None:
+        verifies, ca_expiry = certs.verifies, certs.ca_expiry
+        metrics.cabundle_verifies.set_function(lambda: float(verifies(reloader.info.fingerprint)))
+        metrics.ca_expiry.set_function(lambda: ca_expiry() or math.nan)
+    admission = create_admission_app(
+        view=view, policy=settings.policy, metrics=metrics, draining=lambda: lifecycle.draining
+    )
     probes = create_probe_app(readiness=readiness, liveness=lambda: True, metrics=metrics)
     webhook = _Server(
         make_uvicorn_config(
@@ -157,6 +186,7 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
             ssl_context=reloader.context,
             access_log=False,
             log_config=None,
+            timeout_graceful_shutdown=_DRAIN_SECONDS,
         )
     )
     probe = _Server(
@@ -164,32 +194,50 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
             probes, host=options.host, port=options.probe_port, access_log=False, log_config=None
         )
     )
+    tls = _Tls(reloader, certs, options.cert_period)
     try:
-        asyncio.run(_run(webhook, probe, reloader, metrics, lifecycle, options.shutdown_delay))
+        asyncio.run(_run(webhook, probe, tls, metrics, lifecycle, options.shutdown_delay))
     finally:
         stop_view()
+        if certs is not None:
+            certs.stop()  # after draining: hands the Lease to another replica
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Tls:
+    reloader: CertReloader
+    certs: CertController | None
+    period: float
 
 
 async def _run(
     webhook: uvicorn.Server,
     probe: uvicorn.Server,
-    reloader: CertReloader,
+    tls: _Tls,
     metrics: Metrics,
     lifecycle: _Lifecycle,
     shutdown_delay: float,
 ) -> None:
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
+    stop, installed = asyncio.Event(), asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+
+    def wake() -> None:  # the controller thread installed new files: reload them now
+        loop.call_soon_threadsafe(installed.set)
+
+    if tls.certs is not None:
+        tls.certs.start(on_installed=wake)
     servers = [asyncio.create_task(webhook.serve()), asyncio.create_task(probe.serve())]
-    watcher = asyncio.create_task(_watch_certificate(reloader, metrics))
+    watcher = asyncio.create_task(_watch_certificate(tls, metrics, installed))
     done, _ = await asyncio.wait(
         [*servers, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
     )
-    # Graceful shutdown: fail readiness first so endpoints drop us, keep serving for the delay,
-    # then stop accepting and close keep-alive connections (uvicorn's shutdown does both).
+    # Graceful shutdown: fail readiness first so endpoints drop us, keep serving for the delay
+    # (answers to /validate carry Connection: close meanwhile, so clients reconnect elsewhere),
+    # then stop accepting, close idle keep-alive connections and finish in-flight requests
+    # (uvicorn's shutdown, bounded by timeout_graceful_shutdown).
     lifecycle.draining = True
     logger.info("shutting down", extra={"shutdown_delay_seconds": shutdown_delay})
     if shutdown_delay and not any(task in done for task in servers):
@@ -199,11 +247,15 @@ async def _run(
     await asyncio.gather(*servers, return_exceptions=True)
 
 
-async def _watch_certificate(reloader: CertReloader, metrics: Metrics) -> None:
+async def _watch_certificate(tls: _Tls, metrics: Metrics, installed: asyncio.Event) -> None:
+    """Reload every period, and at once when the controller has installed new files."""
     while True:
-        metrics.cert_expiry.set(reloader.not_after.timestamp())
-        await asyncio.sleep(_CERT_POLL_SECONDS)
-        reloader.maybe_reload()
+        metrics.cert_expiry.set(tls.reloader.not_after.timestamp())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(tls.period):
+                await installed.wait()
+        installed.clear()
+        tls.reloader.maybe_reload()
 
 
 def _tls_files(options: ServeOptions) -> tuple[Path, Path]:
@@ -214,19 +266,35 @@ def _tls_files(options: ServeOptions) -> tuple[Path, Path]:
     return files.cert, files.key
 
 
-def _cluster_view(
+def _file_view(state: Path, settings: Settings) -> tuple[ClusterView, CacheStatuses, Stopper]:
+    snapshot = snapshot_of(
+        (o.obj for o in load_objects([state])),
+        recipe_name=settings.recipe_configmap,
+        load_yaml=load_yaml,
+    )
+    logger.info("serving in file mode", extra={"state": str(state)})
+    return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
+
+
+def _kubernetes(
     options: ServeOptions, settings: Settings
-) -> tuple[ClusterView, CacheStatuses, Stopper]:
-    if options.state is not None:
-        snapshot = snapshot_of(
-            (o.obj for o in load_objects([options.state])),
-            recipe_name=settings.recipe_configmap,
-            load_yaml=load_yaml,
-        )
-        logger.info("serving in file mode", extra={"state": str(options.state)})
-        return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
-    view = KubeClusterView.from_api_client(load_api_client(), settings.recipe_configmap)
+) -> tuple[ClusterView, CacheStatuses, Stopper, CertController | None]:
+    """The caches (started, synced or timed out) and the certificate controller (not started)."""
+    api_client = load_api_client()
+    view = KubeClusterView.from_api_client(api_client, settings.recipe_configmap)
     view.start()
     if not view.wait_synced(options.sync_timeout):
         logger.warning("caches not synced yet; serving ClusterStateUnavailable until they are")
-    return view, view.status, view.stop
+    if (certs := options.certs) is None:
+        return view, view.status, view.stop, None
+    targets = Targets(
+        secret=certs.secret,
+        webhook_configuration=certs.webhook_configuration,
+        lease=certs.lease,
+        identity=certs.pod_name,
+        period=options.cert_period,
+    )
+    logger.info("self-managed certificates", extra={"secret": str(certs.secret)})
+    lifetimes = Lifetimes(ca=certs.ca_lifetime, leaf=certs.cert_lifetime)
+    authority = SecretCertificates(options.cert_dir, options.hosts, lifetimes)
+    return view, view.status, view.stop, CertController(api_client, authority, targets)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Final
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import audit
 from app.domain.cluster import ClusterView
@@ -26,6 +28,8 @@ from app.web.review import Admission, MalformedReviewError, admission_from_body
 MAX_BODY_BYTES: Final = 3 * 1024 * 1024
 BODY_TIMEOUT_SECONDS: Final = 10.0
 _JSON: Final = "application/json"
+# json.dumps(..., separators=(",", ":")) builds this on every call; build it once.
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
 
 
 class HTTPProblemError(Exception):
@@ -37,8 +41,16 @@ class HTTPProblemError(Exception):
         self.reason = reason
 
 
-def create_admission_app(*, view: ClusterView, policy: Policy, metrics: Metrics) -> FastAPI:
+def create_admission_app(
+    *,
+    view: ClusterView,
+    policy: Policy,
+    metrics: Metrics,
+    draining: Callable[[], bool] = lambda: False,
+) -> FastAPI:
+    """``draining()`` true (after SIGTERM): answers carry ``Connection: close``."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_CloseWhenDraining, draining=draining)
 
     @app.post("/validate")
     async def validate(request: Request) -> Response:
@@ -70,8 +82,9 @@ def create_admission_app(*, view: ClusterView, policy: Policy, metrics: Metrics)
             verdict=verdict,
             duration_ms=seconds * 1000,
         )
-        body = json.dumps(review_response(admission, verdict), separators=(",", ":"))
-        return Response(content=body, media_type=_JSON)
+        return Response(
+            content=_ENCODER.encode(review_response(admission, verdict)), media_type=_JSON
+        )
 
     return app
 
@@ -101,7 +114,9 @@ async def _json_body(request: Request) -> object:
     if length.isdigit() and int(length) > MAX_BODY_BYTES:
         raise HTTPProblemError(413, "body exceeds 3 MiB")
     try:
-        body = await asyncio.wait_for(_read_capped(request), BODY_TIMEOUT_SECONDS)
+        # asyncio.timeout, not wait_for: no extra Task per request (Python >= 3.11).
+        async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+            body = await _read_capped(request)
     except TimeoutError:
         raise HTTPProblemError(408, "body not received in time") from None
     try:
@@ -126,3 +141,26 @@ def _problem(metrics: Metrics, status: int, reason: str) -> Response:
     audit.record_rejected(status=status, reason=reason)
     body = json.dumps({"error": reason, "status": status})
     return Response(content=body, status_code=status, media_type=_JSON)
+
+
+class _CloseWhenDraining:
+    """While draining, every answer closes its connection, so the apiserver reconnects (through
+    the Service) to a replica that stays. Pure ASGI: one call per request otherwise. A request
+    begun before SIGTERM keeps its connection; the next one on it closes it (and uvicorn's
+    shutdown closes whatever is left after the delay)."""
+
+    def __init__(self, app: ASGIApp, draining: Callable[[], bool]) -> None:
+        self._app, self._draining = app, draining
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._draining():  # the request path: nothing added
+            await self._app(scope, receive, send)
+            return
+
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", ()), (b"connection", b"close")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self._app(scope, receive, closing)

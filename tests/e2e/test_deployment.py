@@ -1,0 +1,118 @@
+"""The kustomize package against a real apiserver: accepted as a whole, RBAC least-privilege.
+
+A fresh control plane: ``kubectl apply -k manifests --dry-run=server`` must pass every object
+through the apiserver's validation and admission (Pod Security "restricted" included) once the
+namespace and RBAC exist for real; the ServiceAccount then may do exactly what nicguard needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e import expect
+from tests.e2e.controlplane import ROOT, ControlPlane
+from tests.e2e.state import install_crds
+from tests.e2e.webhook import BASE_KINDS, install_base, rendered_manifests
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    started = ControlPlane(tmp_path_factory.mktemp("deployment"))
+    try:
+        started.start()
+        install_crds(started)
+        install_base(started)  # namespace and RBAC for real, as `kubectl apply -k` would
+        yield started
+    finally:
+        started.stop()
+
+
+def resource(doc: dict[str, Any]) -> str:
+    """``kind.group/name`` as kubectl prints it."""
+    api_version, kind = str(doc["apiVersion"]), str(doc["kind"]).lower()
+    group = api_version.partition("/")[0] if "/" in api_version else ""
+    name = doc["metadata"]["name"]
+    return f"{kind}.{group}/{name}" if group else f"{kind}/{name}"
+
+
+def test_the_rbac_objects_are_created_for_real(plane: ControlPlane) -> None:
+    for doc in rendered_manifests(plane):
+        if doc["kind"] in BASE_KINDS:
+            namespace = doc["metadata"].get("namespace")
+            args = ["get", resource(doc), *(["-n", namespace] if namespace else [])]
+            expect.allowed(plane.kubectl("admin", *args))
+
+
+def test_every_object_of_the_kustomize_output_passes_a_server_side_dry_run(
+    plane: ControlPlane,
+) -> None:
+    """The namespace exists (fixture): namespaced objects can be dry-run into it."""
+    docs = rendered_manifests(plane)
+    assert {doc["kind"] for doc in docs} >= {
+        "Deployment",
+        "PodDisruptionBudget",
+        "Service",
+        "ValidatingWebhookConfiguration",
+        "ConfigMap",
+    }
+    run = plane.kubectl("admin", "apply", "-k", str(ROOT / "manifests"), "--dry-run=server")
+    expect.allowed(run)  # exit 0 and no warning (a Pod Security warning would show here)
+    for doc in docs:
+        assert f"{resource(doc)} " in run.stdout, expect.shown(run)
+    assert run.stdout.count("(server dry run)") == len(docs), expect.shown(run)
+    for missing in ("deployment.apps/nicguard", "validatingwebhookconfiguration"):
+        get = plane.kubectl("admin", "get", missing.split("/")[0], "-A", "-o", "name")
+        assert missing not in get.stdout, "a dry run must not create anything"
+
+
+AS_NICGUARD = ("-n", "nicguard-system")
+ALLOWED = [
+    ("get", "secrets/nicguard-tls"),
+    ("update", "secrets/nicguard-tls"),
+    ("create", "secrets"),
+    ("get", "leases.coordination.k8s.io/nicguard-cert-writer"),
+    ("update", "leases.coordination.k8s.io/nicguard-cert-writer"),
+    ("create", "leases.coordination.k8s.io"),
+    ("get", "validatingwebhookconfigurations.admissionregistration.k8s.io/nicguard"),
+    ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/nicguard"),
+    ("watch", "networks.networking.gke.io"),
+    ("list", "clustertrainingruntimes.trainer.kubeflow.org"),
+    ("get", "configmaps/nicguard-recipe"),
+]
+DENIED = [
+    ("list", "secrets"),
+    ("get", "secrets/other"),
+    ("update", "secrets/other"),
+    ("patch", "secrets/nicguard-tls"),
+    ("delete", "secrets/nicguard-tls"),
+    ("update", "leases.coordination.k8s.io/other"),
+    ("delete", "leases.coordination.k8s.io/nicguard-cert-writer"),
+    ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/other"),
+    ("delete", "validatingwebhookconfigurations.admissionregistration.k8s.io/nicguard"),
+    ("create", "validatingwebhookconfigurations.admissionregistration.k8s.io"),
+    ("update", "configmaps/nicguard-recipe"),
+]
+
+
+@pytest.mark.parametrize(("verb", "what"), ALLOWED, ids=[" ".join(a) for a in ALLOWED])
+def test_the_service_account_may_do_what_nicguard_needs(
+    plane: ControlPlane, verb: str, what: str
+) -> None:
+    run = plane.kubectl("nicguard", "auth", "can-i", verb, what, *AS_NICGUARD)
+    assert (run.returncode, run.stdout.strip()) == (0, "yes"), expect.shown(run)
+
+
+@pytest.mark.parametrize(("verb", "what"), DENIED, ids=[" ".join(d) for d in DENIED])
+def test_the_service_account_may_do_nothing_more(plane: ControlPlane, verb: str, what: str) -> None:
+    run = plane.kubectl("nicguard", "auth", "can-i", verb, what, *AS_NICGUARD)
+    assert (run.returncode, run.stdout.strip()) == (1, "no"), expect.shown(run)
+
+
+def test_secrets_elsewhere_are_out_of_reach(plane: ControlPlane) -> None:
+    run = plane.kubectl("nicguard", "auth", "can-i", "create", "secrets", "-n", "default")
+    assert (run.returncode, run.stdout.strip()) == (1, "no"), expect.shown(run)

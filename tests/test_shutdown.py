@@ -1,0 +1,155 @@
+"""Graceful shutdown of ``nicguard serve`` (file mode) as a process: SIGTERM, drain, exit 0.
+
+After SIGTERM: /readyz fails at once, /validate keeps answering for --shutdown-delay with
+``Connection: close``; then the listener closes, idle keep-alive connections are closed, an
+in-flight request still gets its answer, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import http.client
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from tests.e2e.procs import free_ports, http_status, wait_until
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+NICGUARD: Final = ROOT / ".venv" / "bin" / "nicguard"
+REVIEW: Final = (ROOT / "examples" / "reviews" / "good-runtime.json").read_bytes()
+DELAY: Final = 3.0
+KEEP_ALIVE: Final = 5.0  # uvicorn's default idle timeout, longer than DELAY on purpose
+TIMEOUT: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    process: subprocess.Popen[bytes]
+    port: int
+    probe_port: int
+    context: ssl.SSLContext
+    log: Path
+    sockets: list[ssl.SSLSocket] = field(default_factory=list)
+
+    def readyz(self) -> int | None:
+        return http_status(f"http://127.0.0.1:{self.probe_port}/readyz")
+
+    def connect(self) -> ssl.SSLSocket:
+        plain = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        self.sockets.append(self.context.wrap_socket(plain, server_hostname="localhost"))
+        return self.sockets[-1]
+
+    def refuses(self) -> bool | None:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return True
+        return None
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    port, probe_port = free_ports(2)
+    argv = [str(NICGUARD), "serve", "--state", str(ROOT / "examples" / "cluster")]
+    argv += ["--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1"]
+    argv += [f"--port={port}", f"--probe-port={probe_port}", f"--shutdown-delay={DELAY}"]
+    log = tmp_path / "nicguard.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        wait_until(
+            lambda: http_status(f"http://127.0.0.1:{probe_port}/readyz") == 200 or None,
+            timeout=TIMEOUT,
+            what="nicguard /readyz",
+            diagnose=lambda: log.read_text(errors="replace"),
+        )
+        context = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
+        started = Served(process, port, probe_port, context, log)
+        try:
+            yield started
+        finally:
+            for sock in started.sockets:
+                sock.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(TIMEOUT)
+
+
+HEAD: Final = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+REQUEST: Final = f"{HEAD}Content-Length: {len(REVIEW)}\r\n\r\n".encode() + REVIEW
+
+
+def answer(sock: ssl.SSLSocket) -> http.client.HTTPResponse:
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    response.read()
+    return response
+
+
+def validate(sock: ssl.SSLSocket) -> http.client.HTTPResponse:
+    sock.sendall(REQUEST)
+    return answer(sock)
+
+
+def closed(sock: ssl.SSLSocket) -> bool | None:
+    """True once the server has closed the connection (then we close ours, as clients do)."""
+    sock.settimeout(0.05)
+    try:
+        if sock.recv(1) != b"":
+            raise AssertionError("unexpected bytes on an idle connection")
+    except TimeoutError:
+        return None
+    except (ssl.SSLError, ConnectionError):
+        pass
+    sock.close()
+    return True
+
+
+def test_sigterm_fails_readiness_keeps_serving_for_the_delay_then_drains(served: Served) -> None:
+    rebalanced, idle = served.connect(), served.connect()
+    for sock in (rebalanced, idle):
+        normal = validate(sock)
+        assert normal.status == 200
+        assert normal.getheader("connection") is None  # keep-alive while serving normally
+    # A request whose body is still on its way when the server stops accepting.
+    in_flight = served.connect()
+    in_flight.sendall(REQUEST[:-10])
+
+    sent = time.monotonic()
+    served.process.send_signal(signal.SIGTERM)
+    wait_until(lambda: served.readyz() == 503 or None, timeout=DELAY / 2, what="/readyz 503")
+
+    # Within the delay: answers go on, each closing its connection so the client re-balances.
+    draining = validate(rebalanced)
+    assert draining.status == 200
+    assert draining.getheader("connection") == "close"
+    wait_until(lambda: closed(rebalanced), timeout=2, what="the server to close the connection")
+    fresh = served.connect()
+    reply = validate(fresh)
+    assert reply.status == 200
+    assert reply.getheader("connection") == "close"
+    wait_until(lambda: closed(fresh), timeout=2, what="the server to close the connection")
+    assert closed(idle) is None  # idle keep-alive connections are kept until the delay ends
+    assert served.process.poll() is None
+
+    # After the delay: no new connections; idle ones closed at once (before their keep-alive
+    # timeout), the in-flight request answered; then exit 0.
+    wait_until(served.refuses, timeout=DELAY + 5, what="the listener to close")
+    assert time.monotonic() - sent >= DELAY
+    wait_until(lambda: closed(idle), timeout=1, what="the idle connection to be closed")
+    assert time.monotonic() - sent < KEEP_ALIVE
+    in_flight.sendall(REQUEST[-10:])
+    assert answer(in_flight).status == 200
+    wait_until(lambda: closed(in_flight), timeout=1, what="the last connection to be closed")
+    assert served.process.wait(TIMEOUT) == 0
+    assert time.monotonic() - sent < DELAY + 2  # nothing waited for the 10 s drain bound
+    assert b"shutting down" in served.log.read_bytes()
