@@ -21,11 +21,24 @@ def _reason(error: Exception) -> str:
     return " ".join(str(error).split())
 
 
+# PyYAML's constructors raise more than YAMLError on badly tagged scalars ("!!int" ->
+# IndexError, "!!bool foo" -> KeyError, "!!timestamp foo" -> AttributeError).
+_DECODE_ERRORS = (
+    yaml.YAMLError,
+    RecursionError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    TypeError,
+)
+
+
 def load_yaml(text: str) -> object:
     """One YAML document; raises DocumentError."""
     try:
         return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError, ValueError) as error:
+    except _DECODE_ERRORS as error:
         raise DocumentError(_reason(error)) from None
 
 
@@ -33,5 +46,5 @@ def load_all_yaml(text: str) -> list[object]:
     """Every document in a multi-document stream (empty documents dropped); raises DocumentError."""
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except (yaml.YAMLError, RecursionError, ValueError) as error:
+    except _DECODE_ERRORS as error:
         raise DocumentError(_reason(error)) from None

@@ -69,6 +69,8 @@ def _assess_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Po
         return Assessment(out.build(), fingerprint)
     runtime = view.runtime(runtime_kind, namespace, ref.name)
     if isinstance(runtime, Unverifiable):
+        # The TrainJob's own patches still count: an UPDATE that changes them changes the wiring.
+        fingerprint = (ref, *trainjob_wiring(obj, None).fingerprint())
         _unverifiable(
             out,
             policy,

@@ -65,7 +65,8 @@ def create_admission_app(
         seconds = time.perf_counter() - started
         metrics.observe(
             verdict=verdict,
-            kind=admission.kind,
+            # A label from a closed set: the raw kind is client input (unbounded, maybe not UTF-8).
+            kind=admission.review.kind.value if admission.review.kind else "other",
             operation=admission.review.operation.value,
             dry_run=admission.dry_run,
             seconds=seconds,

@@ -103,13 +103,16 @@ def audit_annotations(verdict: Verdict) -> dict[str, str]:
 
 
 def _size(text: str) -> int:
-    return len(text.encode("utf-8"))
+    # surrogatepass: a lone surrogate (valid JSON "\ud800") must not turn a denial into a 500.
+    return len(text.encode("utf-8", errors="surrogatepass"))
 
 
 def _cut(text: str, max_bytes: int) -> str:
     if _size(text) <= max_bytes:
         return text
-    cut = text.encode("utf-8")[: max(max_bytes - 3, 0)].decode("utf-8", errors="ignore")
+    cut = text.encode("utf-8", errors="surrogatepass")[: max(max_bytes - 3, 0)].decode(
+        "utf-8", errors="ignore"
+    )
     return cut + "…"
 
 
