@@ -11,9 +11,9 @@ from pathlib import Path
 from app.checking import check_files, render_json, render_text
 from app.files.loader import StateFileError
 from app.kube.client import ClientConfigError
+from app.serve_settings import add_serve_options
 from app.settings import POLICY_OPTIONS, SettingsError, add_options, settings_from
 from app.tls import TLSConfigError
-from app.wiring import add_serve_options, serve
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 
@@ -39,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from(args, os.environ)
         if args.command == "serve":
+            # Imported here: `check` should not pay ~1 s for the web stack and Kubernetes client.
+            from app.wiring import serve
+
             return serve(args, settings, os.environ)
         results = check_files(args.state, args.files, settings)
     except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:

@@ -1,0 +1,197 @@
+"""``nicguard check`` through the real entry point (``python -m app``): exit codes and output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STATE = "examples/cluster"
+
+
+def nicguard(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_allowed_objects_exit_zero() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/good-trainjob.yaml")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("ALLOWED TrainJob team-a/llama-pretrain")
+    assert run.stdout.rstrip().endswith("1 checked, 1 allowed, 0 denied")
+
+
+def test_a_denied_object_exits_one_with_verdict_first_then_codes() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/drifted-runtime.yaml")
+    assert run.returncode == 1
+    lines = run.stdout.splitlines()
+    assert lines[0] == "DENIED  ClusterTrainingRuntime torch-distributed-tcpxo"
+    assert lines[1].startswith("  [MappingDivergesFromRecipe] at position eth3")
+    assert "annotations[networking.gke.io/interfaces][3]" in lines[2]
+
+
+def test_json_output_has_the_spec_shape() -> None:
+    run = nicguard("check", "--state", STATE, "--output", "json", "examples/objects")
+    assert run.returncode == 1
+    results = json.loads(run.stdout)["results"]
+    assert {tuple(sorted(r)) for r in results} == {
+        ("allowed", "apiVersion", "kind", "name", "namespace", "violations", "warnings")
+    }
+    drifted = next(r for r in results if r["name"] == "llama-finetune")
+    assert drifted["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
+    assert drifted["namespace"] == "team-a"
+    assert drifted["allowed"] is False
+    (violation,) = drifted["violations"]
+    assert sorted(violation) == ["code", "field", "message"]
+    assert violation["code"] == "MappingDivergesFromRecipe"
+
+
+@pytest.mark.parametrize(
+    ("state", "files", "codes"),
+    [
+        pytest.param(
+            "examples/cluster/networks.yaml",
+            ["examples/cluster/torch-distributed-tcpxo.yaml"],
+            {"RecipeUnavailable"},
+            id="no recipe in the state",
+        ),
+        pytest.param(
+            "examples/states/invalid-recipe.yaml",
+            ["examples/cluster/torch-distributed-tcpxo.yaml"],
+            {"RecipeInvalid", "NetworkNotFound"},
+            id="invalid recipe",
+        ),
+        pytest.param(
+            STATE,
+            [
+                "examples/objects/malformed-runtimes.yaml",
+                "examples/objects/recipe-bound-runtimes.yaml",
+            ],
+            {
+                "InterfacesAnnotationMalformed",
+                "PrimaryInterfaceInvalid",
+                "DefaultInterfaceInvalid",
+                "InterfaceNameInvalid",
+                "InterfaceDuplicated",
+                "NetworkDuplicated",
+                "NetworkReserved",
+                "InterfacesAnnotationMissing",
+                "NodeJobMissing",
+            },
+            id="structural examples",
+        ),
+        pytest.param(
+            STATE,
+            ["examples/objects/missing-network-runtime.yaml"],
+            {"NetworkNotFound"},
+            id="missing network",
+        ),
+        pytest.param(
+            STATE,
+            ["examples/objects/unready-network-runtime.yaml"],
+            {"NetworkNotReady"},
+            id="unready network",
+        ),
+    ],
+)
+def test_every_example_produces_its_codes(state: str, files: list[str], codes: set[str]) -> None:
+    run = nicguard("check", "--state", state, "--output", "json", *files)
+    assert run.returncode == 1
+    found = {v["code"] for r in json.loads(run.stdout)["results"] for v in r["violations"]}
+    assert found == codes
+
+
+def test_policy_flags_and_environment_change_verdicts() -> None:
+    unready = "examples/objects/unready-network-runtime.yaml"
+    warned = nicguard("check", "--state", STATE, "--not-ready", "warn", unready)
+    assert warned.returncode == 0
+    assert "warning: [NetworkNotReady]" in warned.stdout
+    by_env = nicguard("check", "--state", STATE, unready, env={"NICGUARD_NOT_READY": "warn"})
+    assert by_env.returncode == 0
+    flag_wins = nicguard(
+        "check",
+        "--state",
+        STATE,
+        "--not-ready",
+        "deny",
+        unready,
+        env={"NICGUARD_NOT_READY": "warn"},
+    )
+    assert flag_wins.returncode == 1
+    no_recipe = nicguard(
+        "check",
+        "--state",
+        "examples/cluster/networks.yaml",
+        "--recipe-required",
+        "false",
+        "examples/cluster/torch-distributed-tcpxo.yaml",
+    )
+    assert no_recipe.returncode == 0
+    assert "warning: [RecipeUnavailable]" in no_recipe.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        pytest.param(
+            ["--state", STATE, "missing.yaml"], {}, "missing.yaml: no such file", id="missing file"
+        ),
+        pytest.param(["--state", "nowhere", "examples/objects"], {}, "nowhere", id="missing state"),
+        pytest.param(
+            ["--state", STATE, "examples/objects"],
+            {"NICGUARD_NOT_READY": "sometimes"},
+            "invalid not-ready 'sometimes' (from NICGUARD_NOT_READY)",
+            id="bad environment value",
+        ),
+        pytest.param(
+            ["--state", STATE, "--recipe-configmap", "no-slash", "examples/objects"],
+            {},
+            "invalid recipe-configmap 'no-slash' (from --recipe-configmap)",
+            id="bad flag value",
+        ),
+    ],
+)
+def test_input_errors_exit_two_with_one_line(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    run = nicguard("check", *args, env=env)
+    assert run.returncode == 2
+    assert message in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param("a: [unclosed\n", id="invalid YAML"),
+        pytest.param("a: !!bool foo\n", id="badly tagged scalar"),
+        pytest.param("- just\n- a list\n", id="not an object"),
+        pytest.param(b"\xff\xfe\x00".decode("latin-1"), id="not UTF-8"),
+    ],
+)
+def test_unusable_files_exit_two_naming_the_file(tmp_path: Path, content: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content.encode("latin-1"))
+    run = nicguard("check", "--state", STATE, str(bad))
+    assert run.returncode == 2
+    assert str(bad) in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in run.stderr
+
+
+def test_usage_errors_exit_two() -> None:
+    assert nicguard("check", "examples/objects").returncode == 2
+    assert nicguard("frobnicate").returncode == 2
