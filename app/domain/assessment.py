@@ -55,7 +55,9 @@ def assess(
     candidate = _is_recipe_candidate(kind, obj, policy)
     missing = template if isinstance(template, NodeTemplateMissing) else None
     _judge(wiring, candidate=candidate, node_missing=missing, view=view, policy=policy, out=out)
-    return Assessment(out.build(), wiring.fingerprint())
+    # Losing or gaining the node pod template changes the wiring even when both lack annotations.
+    fingerprint = wiring.fingerprint() if missing is None else ("no node pod template",)
+    return Assessment(out.build(), fingerprint)
 
 
 def _assess_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Policy) -> Assessment:

@@ -115,11 +115,20 @@ class WatchCache(Generic[K, V]):
 
     @property
     def state(self) -> CacheState[K, V]:
-        return self._state
+        """The current state; unsynced once watch failures have outlasted the grace, even while
+        the next attempt is still hanging (a connect into a partition) or backing off."""
+        state, failing_since = self._state, self._failing_since
+        if (
+            state.synced
+            and failing_since is not None
+            and time.monotonic() - failing_since >= self._pacing.grace
+        ):
+            return replace(state, synced=False)
+        return state
 
     @property
     def synced(self) -> bool:
-        return self._state.synced
+        return self.state.synced
 
     @property
     def error(self) -> str | None:

@@ -215,3 +215,15 @@ def test_adversarial_objects_get_a_verdict_and_never_raise(
     verdict = evaluate(review(obj), snapshot(runtime()), Policy())
     assert codes(verdict) == expected
     assert bool(verdict.warnings) is warned
+
+
+def test_an_update_removing_the_node_job_changes_the_wiring() -> None:
+    # Both versions lack the annotations, but losing the node pod template is a wiring change:
+    # the recipe-bound runtime keeps its RecipeUnavailable denial instead of a waiver.
+    old = runtime(annotations={})
+    new = runtime(jobs=[{"name": "worker"}])
+    verdict = evaluate(
+        review(new, operation=Operation.UPDATE, old=old), snapshot(no_recipe=True), Policy()
+    )
+    assert codes(verdict) == ("RecipeUnavailable",)
+    assert waived_codes(verdict) == ()

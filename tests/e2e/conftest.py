@@ -47,4 +47,8 @@ def pytest_runtest_makereport(
         for value in funcargs.values():
             if isinstance(value, Stack):
                 report.sections.append(("e2e process logs", value.report()))
+            elif isinstance(getattr(value, "stack", None), Stack):
+                # The fault, replica and client-certificate stacks wrap a Stack of their own.
+                shown = value.report() if hasattr(value, "report") else value.stack.report()
+                report.sections.append(("e2e process logs", shown))
     return report

@@ -7,13 +7,15 @@ the directory ``scripts/k8s-bins.sh`` prints (it honours ``KUBEBUILDER_ASSETS`` 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import secrets
 import ssl
 import subprocess
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -82,11 +84,14 @@ def binaries_dir() -> Path:
 class ControlPlane:
     """etcd and kube-apiserver in ``workdir``; ``stop()`` ends both by PID."""
 
-    def __init__(self, workdir: Path, bin_dir: Path | None = None) -> None:
+    def __init__(
+        self, workdir: Path, bin_dir: Path | None = None, apiserver_args: Sequence[str] = ()
+    ) -> None:
         self.workdir = workdir
         self.bin_dir = bin_dir or binaries_dir()
         self.users = {identity.name: identity for identity in identities()}
-        self.processes: list[Process] = []
+        self.processes: list[Process] = []  # etcd first, then the apiserver (stop() reverses)
+        self.apiserver_args = list(apiserver_args)  # appended to the apiserver's own flags
         etcd_port, peer_port, self.port = free_ports(3)
         self.server = f"https://127.0.0.1:{self.port}"
         self.etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -153,7 +158,105 @@ class ControlPlane:
                 with contextlib.suppress(ValueError):
                     yield json.loads(line)
 
+    # --- faults: stop and start one component, same ports, same data (tests/e2e/test_faults.py)
+
+    def stop_apiserver(self, *, crash: bool = False) -> None:
+        """Stop kube-apiserver by PID (etcd keeps running); ``start_apiserver`` brings it back.
+
+        ``crash``: SIGKILL instead of SIGTERM (v1.37.2 lingers ~10 s after a SIGTERM once it has
+        stopped listening, until ``Process.stop`` kills it anyway)."""
+        self._stop_named("kube-apiserver", crash=crash)
+
+    def start_apiserver(self, extra_args: Sequence[str] = (), *, wait: bool = True) -> None:
+        """Start kube-apiserver again on the same port, certificates, tokens and etcd."""
+        if any(p.name == "kube-apiserver" for p in self.processes):
+            raise RuntimeError("kube-apiserver is already running")
+        self._launch_apiserver(extra_args)
+        if wait:
+            self.wait_apiserver_ready()
+
+    def stop_etcd(self, *, crash: bool = False) -> None:
+        """Stop etcd by PID (the apiserver keeps running); ``start_etcd`` brings it back."""
+        self._stop_named("etcd", crash=crash)
+
+    def start_etcd(self, *, wait: bool = True) -> None:
+        """Start etcd again on the same ports and data directory."""
+        if any(p.name == "etcd" for p in self.processes):
+            raise RuntimeError("etcd is already running")
+        self._launch_etcd()
+        if wait:
+            self.wait_etcd_healthy()
+
+    def apiserver_ready(self) -> bool:
+        """Whether kube-apiserver answers /readyz with 200 now (never raises)."""
+        if not any(p.name == "kube-apiserver" and p.running() for p in self.processes):
+            return False
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        token = self.users["admin"].token
+        return http_status(f"{self.server}/readyz", context=context, token=token) == 200
+
+    def wait_apiserver_ready(self, timeout: float = START_TIMEOUT) -> None:
+        token = self.users["admin"].token
+        wait_until(
+            lambda: self._readyz(token),
+            timeout=timeout,
+            what="kube-apiserver /readyz",
+            diagnose=self.report,
+        )
+
+    def wait_etcd_healthy(self, timeout: float = START_TIMEOUT) -> None:
+        wait_until(
+            lambda: (self._alive() and http_status(f"{self.etcd_url}/health") == 200) or None,
+            timeout=timeout,
+            what="etcd /health",
+            diagnose=self.report,
+        )
+
+    def etcd(self, method: str, body: dict[str, object]) -> dict[str, object]:
+        """One call of etcd's v3 HTTP/JSON gateway (``kv/range``, ``kv/put``, ``kv/compaction``...).
+
+        Keys and values travel base64-encoded, as the gateway requires; answers are decoded JSON.
+        """
+        request = urllib.request.Request(  # noqa: S310 - our own etcd, on loopback
+            f"{self.etcd_url}/v3/{method}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310
+            answer: dict[str, object] = json.loads(reply.read())
+        return answer
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision (every write anywhere in the cluster bumps it)."""
+        header = self.etcd("kv/range", {"key": _b64("/registry/health")}).get("header")
+        if not isinstance(header, dict):
+            raise RuntimeError(f"etcd range answered without a header: {header!r}")
+        return int(header["revision"])
+
+    def etcd_delete(self, key: str) -> int:
+        """Delete ``key`` behind the apiserver's back; returns how many keys were deleted."""
+        return int(str(self.etcd("kv/deleterange", {"key": _b64(key)}).get("deleted", "0")))
+
+    def etcd_compact(self, revision: int) -> None:
+        """Compact etcd's history up to ``revision`` (watches from before it get 410 Gone)."""
+        self.etcd("kv/compaction", {"revision": str(revision), "physical": True})
+
+    def _stop_named(self, name: str, *, crash: bool) -> None:
+        (process,) = (p for p in self.processes if p.name == name)
+        try:
+            if crash:
+                process.kill()
+            else:
+                process.stop()
+        finally:
+            self.processes.remove(process)
+
     def _start_etcd(self) -> None:
+        self._launch_etcd()
+        self.wait_etcd_healthy()
+
+    def _launch_etcd(self) -> None:
         data = self.workdir / "etcd-data"
         argv = [str(self.bin_dir / "etcd"), "--name=default", f"--data-dir={data}"]
         argv += [
@@ -164,13 +267,7 @@ class ControlPlane:
         argv += [f"--initial-advertise-peer-urls={self._peer_url}"]
         argv += [f"--initial-cluster=default={self._peer_url}", "--unsafe-no-fsync=true"]
         argv += ["--log-level=warn"]
-        self.processes.append(Process("etcd", argv, self.workdir / "etcd.log"))
-        wait_until(
-            lambda: (self._alive() and http_status(f"{self.etcd_url}/health") == 200) or None,
-            timeout=START_TIMEOUT,
-            what="etcd /health",
-            diagnose=self.report,
-        )
+        self.processes.insert(0, Process("etcd", argv, self.workdir / "etcd.log"))
 
     def _start_apiserver(self) -> None:
         (self.workdir / "tokens.csv").write_text(
@@ -187,6 +284,10 @@ class ControlPlane:
                 serialization.NoEncryption(),
             )
         )
+        self._launch_apiserver()
+        self.wait_apiserver_ready()
+
+    def _launch_apiserver(self, extra_args: Sequence[str] = ()) -> None:
         w = self.workdir
         argv = [str(self.bin_dir / "kube-apiserver"), f"--etcd-servers={self.etcd_url}"]
         argv += ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"]
@@ -199,15 +300,8 @@ class ControlPlane:
         argv += ["--disable-admission-plugins=ServiceAccount"]
         argv += [f"--audit-policy-file={w / 'audit-policy.yaml'}"]
         argv += [f"--audit-log-path={self.audit_log}", "--audit-log-format=json"]
-        argv += ["--profiling=false", "--v=1"]
+        argv += ["--profiling=false", "--v=1", *self.apiserver_args, *extra_args]
         self.processes.append(Process("kube-apiserver", argv, w / "kube-apiserver.log"))
-        token = self.users["admin"].token
-        wait_until(
-            lambda: self._readyz(token),
-            timeout=START_TIMEOUT,
-            what="kube-apiserver /readyz",
-            diagnose=self.report,
-        )
 
     def _alive(self) -> bool:
         """Whether every process still runs; a dead one fails the wait at once."""
@@ -239,3 +333,7 @@ class ControlPlane:
         path = self.kubeconfig(identity.name)
         path.write_text(json.dumps(config, indent=2))
         path.chmod(0o600)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")

@@ -125,6 +125,21 @@ class Process:
             Process._live.discard(self)
         return self._popen.returncode
 
+    def kill(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """SIGKILL the PID at once (a crash, not a shutdown) and reap it; returns the status."""
+        try:
+            if self._popen.poll() is None:
+                self._popen.kill()
+            self._popen.wait(timeout)
+        finally:
+            Process._live.discard(self)
+        return self._popen.returncode
+
+    def signal(self, signum: signal.Signals) -> None:
+        """Send ``signum`` to the PID (e.g. a control signal the process handles)."""
+        if self._popen.poll() is None:
+            self._popen.send_signal(signum)
+
     def tail(self, limit: int = LOG_TAIL_BYTES) -> str:
         try:
             data = self.log.read_bytes()

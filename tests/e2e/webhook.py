@@ -11,7 +11,9 @@ import base64
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -62,8 +64,17 @@ def install_base(plane: ControlPlane) -> dict[str, Any]:
 class Nicguard:
     """``nicguard serve`` in Kubernetes mode as the nicguard ServiceAccount (not as admin)."""
 
-    def __init__(self, plane: ControlPlane, workdir: Path, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        plane: ControlPlane,
+        workdir: Path,
+        args: Sequence[str] = (),
+        *,
+        kubeconfig: Path | None = None,
+    ) -> None:
+        """``kubeconfig``: how nicguard reaches the API (default: the ServiceAccount's, direct)."""
         self.plane, self.workdir, self.args = plane, workdir, list(args)
+        self.kubeconfig = kubeconfig or plane.kubeconfig("nicguard")
         self.port, self.probe_port = free_ports(2)
         self.cert_dir = workdir / "nicguard-certs"
         self.url = f"https://127.0.0.1:{self.port}/validate"
@@ -79,7 +90,7 @@ class Nicguard:
             for key, value in os.environ.items()
             if not key.startswith(("NICGUARD_", "KUBERNETES_SERVICE_"))
         }
-        env["KUBECONFIG"] = str(self.plane.kubeconfig("nicguard"))
+        env["KUBECONFIG"] = str(self.kubeconfig)
         process = Process("nicguard", argv, self.workdir / "nicguard.log", env=env)
         self.process = process
         try:
@@ -113,6 +124,32 @@ class Nicguard:
     def ca_bundle(self) -> str:
         return base64.b64encode((self.cert_dir / "ca.crt").read_bytes()).decode("ascii")
 
+    @property
+    def pid(self) -> int | None:
+        """The PID of the current run (None before the first start)."""
+        return self.process.pid if self.process is not None else None
+
+    def probe(self, path: str) -> tuple[int | None, str]:
+        """GET ``path`` on the plain-HTTP probe port: (status or None, body)."""
+        url = f"http://127.0.0.1:{self.probe_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                return int(reply.status), reply.read().decode("utf-8", errors="replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None, ""
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        """Every JSON line of nicguard's log (all runs of this instance)."""
+        entries = []
+        for line in (self.workdir / "nicguard.log").read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict):
+                    entries.append(entry)
+        return entries
+
     def _ready(self) -> bool | None:
         if self.process is None or not self.process.running():
             raise RuntimeError(f"nicguard exited\n{self.report()}")
@@ -125,17 +162,35 @@ def webhook_names(config: dict[str, Any]) -> list[str]:
 
 def register(plane: ControlPlane, nicguard: Nicguard, config: dict[str, Any]) -> None:
     """Create the shipped configuration pointing at ``nicguard``; wait until it takes effect."""
+    register_url(plane, config, nicguard.url, nicguard.ca_bundle(), diagnose=nicguard.report)
+
+
+def register_url(
+    plane: ControlPlane,
+    config: dict[str, Any],
+    url: str,
+    ca_bundle: str,
+    *,
+    diagnose: Callable[[], str] = lambda: "",
+) -> None:
+    """The shipped configuration pointing at ``url`` trusting ``ca_bundle`` (base64 PEM), e.g. a
+    load balancer in front of several replicas; waits until it takes effect."""
     registered = json.loads(json.dumps(config))
     for hook in registered["webhooks"]:
-        hook["clientConfig"] = {"url": nicguard.url, "caBundle": nicguard.ca_bundle()}
+        hook["clientConfig"] = {"url": url, "caBundle": ca_bundle}
     created = plane.kubectl("admin", "create", "-f", "-", input=json.dumps(registered))
     if created.returncode != 0:
         raise RuntimeError(f"registering the webhook failed: {created.stderr}")
-    wait_effective(plane, nicguard, webhook_names(config)[0])
+    wait_effective(plane, diagnose, webhook_names(config)[0])
 
 
-def wait_effective(plane: ControlPlane, nicguard: Nicguard, webhook: str) -> None:
-    """Poll a server-side dry run of ``SENTINEL`` until ``webhook`` denies it."""
+def wait_effective(
+    plane: ControlPlane, nicguard: Nicguard | Callable[[], str], webhook: str
+) -> None:
+    """Poll a server-side dry run of ``SENTINEL`` until ``webhook`` denies it.
+
+    ``nicguard``: the instance (or any report function) whose log explains a timeout."""
+    report = nicguard.report if isinstance(nicguard, Nicguard) else nicguard
     denied = f'admission webhook "{webhook}" denied the request'
     body = sentinel()
 
@@ -148,5 +203,5 @@ def wait_effective(plane: ControlPlane, nicguard: Nicguard, webhook: str) -> Non
         timeout=EFFECT_TIMEOUT,
         what=f"webhook {webhook} to deny the sentinel",
         interval=0.25,
-        diagnose=lambda: f"{plane.report()}\n{nicguard.report()}",
+        diagnose=lambda: f"{plane.report()}\n{report()}",
     )

@@ -364,3 +364,25 @@ def test_backoff_doubles_up_to_the_cap_scaled_by_jitter() -> None:
     assert backoff_delay(steady, 10_000) == 30
     halved = Pacing(backoff_base=0.5, backoff_cap=30.0, jitter=lambda: 0.5)
     assert backoff_delay(halved, 2) == 1.0
+
+
+def test_a_hanging_retry_cannot_stretch_the_grace(start: Start) -> None:
+    """The last state is served for the grace after a watch failure, not for as long as the next
+    attempt takes: a reconnect can hang in connect (a partition) or back off past the grace."""
+    hung: Held[Stream | Exception] = Held([event("ADDED", "b", "11", "two")])
+    source = ScriptedSource(
+        lists=[listing("10", thing("a", "5", "one"))],
+        watches=[ConnectionResetError("reset"), hung],
+    )
+    cache = start(source, Pacing(backoff_base=0.001, backoff_cap=0.004, grace=1.0))
+    try:
+        wait_for(lambda: len(source.watch_versions) == 2)  # the retry now hangs
+        assert cache.synced  # within the grace: the last state
+        assert cache.error == "watch things.example.com failed: ConnectionResetError: reset"
+        wait_for(lambda: not cache.synced)  # the grace is over although nothing new failed
+        assert dict(cache.state.items) == {"a": "one"}
+        assert cache.error == "watch things.example.com failed: ConnectionResetError: reset"
+    finally:
+        hung.release.set()  # already taken from the source: its close() would not release it
+    wait_for(lambda: cache.synced and "b" in cache.state.items)
+    assert cache.error is None

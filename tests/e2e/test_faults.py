@@ -1,0 +1,379 @@
+"""Faults on a real control plane of its own (SPEC 3 ClusterStateUnavailable, 6, 10 Reliability).
+
+While kube-apiserver or etcd restarts, nicguard's watches are cut, its RBAC is withdrawn or the
+recipe disappears, AdmissionReviews are posted straight to nicguard (``faults.Tally``): each
+answer must be the healthy verdict or ``ClusterStateUnavailable`` (503), never a wrong allow.
+Afterwards the caches resync and ``kubectl`` is judged correctly again, by the same nicguard
+process (same PID): recovery never needs a restart. Each test prints its numbers
+(``pytest -rP``) for RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+import pytest
+
+from app.kube.watch_cache import DEFAULT_PACING
+from tests.e2e import expect
+from tests.e2e.faults import (
+    DIVERGES,
+    RECOVERY_TIMEOUT,
+    UNAVAILABLE,
+    FaultStack,
+    Tally,
+    example_review,
+    fault_stack,
+    healthy,
+    judge_until,
+    numbers,
+    outcome,
+    post_review,
+    relists,
+    synced_caches,
+)
+from tests.e2e.objects import DENIED, RECIPE_PAIRS, runtime, unique, with_pairs
+from tests.e2e.procs import wait_until
+from tests.e2e.stack import network_backed_runtime, wait_for_recipe
+from tests.e2e.state import (
+    NETWORKS,
+    RECIPE,
+    Run,
+    apply_recipe,
+    checked,
+    create_namespace,
+    eventually,
+)
+
+pytestmark = pytest.mark.e2e
+
+# Watch failures nicguard tolerates while serving its last state.
+GRACE: Final = DEFAULT_PACING.grace
+# How late after the grace the first ClusterStateUnavailable may come: one judging round.
+GRACE_SLACK: Final = 1.0
+DOWN_ROUNDS: Final = 20  # judging rounds while a component is down (3 reviews each)
+ETCD_DOWN_SECONDS: Final = 12.0  # longer than the grace: nicguard must not care (watches stay)
+NETWORK_KEY: Final = "/registry/networking.gke.io/networks/{}"
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
+    """Its own control plane and nicguard: restarts and RBAC edits stay in this module."""
+    with fault_stack(tmp_path_factory.mktemp("faults")) as started:
+        yield started
+
+
+@pytest.fixture
+def tally(faults: FaultStack) -> Iterator[Tally]:
+    """A fresh tally; the test starts from (and must leave) a healthy nicguard, same PID."""
+    pid = faults.nicguard.pid
+    wait_until(
+        lambda: healthy(faults.nicguard) or None,
+        timeout=RECOVERY_TIMEOUT,
+        what="nicguard healthy before the test",
+        diagnose=faults.report,
+    )
+    counted = Tally(faults.nicguard)
+    counted.round()
+    assert counted.counts["correct"] == 3, counted.counts
+    yield counted
+    assert faults.nicguard.pid == pid, "nicguard was restarted"
+    assert faults.nicguard.process is not None
+    assert faults.nicguard.process.running()
+
+
+@pytest.fixture
+def namespace(faults: FaultStack) -> str:
+    name = unique("faults")
+    create_namespace(faults.plane, name)
+    return name
+
+
+def apply(faults: FaultStack, *objects: dict[str, Any], dry_run: bool = True) -> Run:
+    return faults.stack.apply(*objects, dry_run=dry_run)
+
+
+def unavailable(run: Run, subject: str, *fragments: str) -> str:
+    """Exit 1 and nicguard's ClusterStateUnavailable denial (status 503) of ``subject``."""
+    assert run.returncode == 1, expect.shown(run)
+    assert "Error from server (ServiceUnavailable)" in run.stderr, expect.shown(run)
+    lead = f"{DENIED}{subject}: [{UNAVAILABLE}] "
+    assert lead in run.stderr, expect.shown(run)
+    for fragment in fragments:
+        assert fragment in run.stderr, f"expected {fragment!r}\n{expect.shown(run)}"
+    return run.stderr
+
+
+def healthy_again(faults: FaultStack, tally: Tally) -> float:
+    """Judge rounds until /readyz is 200 and every cache reports synced; returns seconds."""
+    return judge_until(
+        tally,
+        lambda: healthy(faults.nicguard),
+        what="nicguard's caches to resync",
+        timeout=RECOVERY_TIMEOUT,
+    )
+
+
+def assert_sees_new_writes(faults: FaultStack, namespace: str) -> None:
+    """A Network created now is in nicguard's cache: its watches are live, not just synced."""
+    network_backed_runtime(faults.stack, namespace)
+
+
+def assert_judges_kubectl(faults: FaultStack) -> None:
+    """The drifted runtime is denied and the good one admitted, through the apiserver."""
+    name = unique("tcpxo-after")
+    drifted = runtime(name, pairs=with_pairs(RECIPE_PAIRS, (2, 3)), recipe_bound=True)
+    expect.denied(apply(faults, drifted), f"ClusterTrainingRuntime/{name}", DIVERGES)
+    expect.allowed(apply(faults, runtime(name, recipe_bound=True)), "created (server dry run)")
+
+
+def test_apiserver_crash_and_restart_while_serving(
+    faults: FaultStack, tally: Tally, namespace: str
+) -> None:
+    relisted_before = relists(faults.nicguard)
+    faults.plane.stop_apiserver(crash=True)
+    for _ in range(DOWN_ROUNDS):
+        tally.round()
+    down = tally.total
+    faults.plane.start_apiserver(wait=False)
+    to_ready = judge_until(
+        tally, faults.plane.apiserver_ready, what="kube-apiserver /readyz", timeout=90
+    )
+    resync = healthy_again(faults, tally)
+    assert_judges_kubectl(faults)
+    assert_sees_new_writes(faults, namespace)
+    relisted = relists(faults.nicguard) - relisted_before
+    numbers(
+        "apiserver-crash-restart",
+        f"{tally.summary()}; {down} while down; "
+        f"apiserver ready {to_ready:.1f}s after start, caches synced {resync:.1f}s later; "
+        f"410 relists {dict(relisted)}; unavailable because {sorted(tally.messages)[:2]}",
+    )
+
+
+def test_etcd_restart_while_serving(faults: FaultStack, tally: Tally, namespace: str) -> None:
+    faults.plane.stop_etcd()
+    started = time.monotonic()
+    judge_until(
+        tally,
+        lambda: time.monotonic() - started >= ETCD_DOWN_SECONDS,
+        what="the observation window with etcd down",
+        timeout=ETCD_DOWN_SECONDS + 10,
+    )
+    down = tally.total
+    readyz, _ = faults.nicguard.probe("/readyz")
+    faults.plane.start_etcd(wait=False)
+    faults.plane.wait_etcd_healthy()
+    # The apiserver notices etcd again at its own pace; writes work as soon as it does.
+    eventually(
+        lambda: faults.plane.kubectl("admin", "get", "--raw=/readyz/etcd"),
+        lambda run: run.returncode == 0,
+        timeout=90,
+    )
+    resync = healthy_again(faults, tally)
+    assert_judges_kubectl(faults)
+    assert_sees_new_writes(faults, namespace)
+    numbers(
+        "etcd-restart",
+        f"{tally.summary()}; {down} in {ETCD_DOWN_SECONDS:.0f}s with "
+        f"etcd down (nicguard /readyz {readyz} meanwhile: its watches on the apiserver's cache "
+        f"stayed open); caches synced {resync:.1f}s after the apiserver saw etcd again",
+    )
+
+
+def test_watch_expiry_410_relists_and_drops_what_was_deleted_meanwhile(
+    faults: FaultStack, tally: Tally, namespace: str
+) -> None:
+    """A Network deleted behind the watch (in etcd, then compacted) is gone after the relist."""
+    doomed, _ = network_backed_runtime(faults.stack, namespace)
+    relisted_before = relists(faults.nicguard)
+    faults.plane.stop_apiserver(crash=True)
+    assert faults.plane.etcd_delete(NETWORK_KEY.format(doomed)) == 1
+    revision = faults.plane.etcd_revision()
+    faults.plane.etcd_compact(revision)  # resuming from any earlier version is now impossible
+    faults.plane.start_apiserver(wait=False)
+    judge_until(tally, faults.plane.apiserver_ready, what="kube-apiserver /readyz", timeout=90)
+
+    def relisted() -> bool:
+        return (relists(faults.nicguard) - relisted_before)["networks"] > 0
+
+    judge_until(tally, relisted, what="the networks cache to relist on 410", timeout=60)
+    healthy_again(faults, tally)
+    name = unique("torch-tcpxo")  # a new object: a create gets the full verdict
+    again = runtime(name, namespace=namespace, pairs=[*RECIPE_PAIRS[:7], ("eth8", doomed)])
+    expect.denied(
+        apply(faults, again),
+        f"TrainingRuntime/{namespace}/{name}",
+        "NetworkNotFound",
+        f"no Network object exists for eth8->{doomed}",
+    )
+    expired = [
+        line
+        for line in faults.nicguard.log_lines()
+        if line.get("msg") == "watch expired, relisting"
+    ]
+    numbers(
+        "watch-410",
+        f"etcd compacted at revision {revision} with the apiserver down; "
+        f"relists {dict(relists(faults.nicguard) - relisted_before)}; {tally.summary()}; "
+        f"the Network deleted behind the watch is NetworkNotFound after the relist; "
+        f"last expiry logged: {expired[-1]['ts']}",
+    )
+
+
+def test_rbac_for_networks_removed_then_restored(faults: FaultStack, tally: Tally) -> None:
+    role = json.loads(
+        checked(
+            faults.plane.kubectl("admin", "get", "clusterrole", "nicguard", "-o", "json"),
+            "reading the ClusterRole",
+        ).stdout
+    )
+    original = {k: v for k, v in role.items() if k != "status"}
+    original["metadata"] = {"name": "nicguard", "labels": role["metadata"].get("labels", {})}
+    reduced = json.loads(json.dumps(original))
+    reduced["rules"] = [r for r in role["rules"] if "networks" not in r.get("resources", [])]
+    assert len(reduced["rules"]) == len(role["rules"]) - 1
+    permission = "cannot watch networks.networking.gke.io (RBAC)"
+    replace = ["replace", "-f", "-"]
+    checked(faults.plane.kubectl("admin", *replace, input=json.dumps(reduced)), "removing")
+    try:
+        # An open watch outlives an RBAC change; the next one (after a lost connection) does not.
+        faults.proxy.cut()
+
+        def networks_unsynced() -> bool:
+            status, body = faults.nicguard.probe("/readyz")
+            return status == 503 and f"cache networks: forbidden: {permission}" in body
+
+        judge_until(tally, networks_unsynced, what="/readyz to name the permission", timeout=60)
+        assert synced_caches(faults.nicguard)["networks"] == 0.0
+        name = unique("tcpxo-rbac")
+        message = unavailable(
+            apply(faults, runtime(name, recipe_bound=True)),
+            f"ClusterTrainingRuntime/{name}",
+            f"networks cache not synced: forbidden: {permission}",
+        )
+        status, body = post_review(
+            faults.nicguard.url, example_review("good-runtime"), tally.context
+        )
+        codes, code, text = outcome(body)
+        assert (status, set(codes.split(",")), code) == (200, {UNAVAILABLE}, 503), body
+        assert permission in text
+        while_forbidden = tally.counts["unavailable"] + tally.counts["partial"]
+    finally:
+        original_json = json.dumps(original)
+        checked(faults.plane.kubectl("admin", *replace, input=original_json), "restoring RBAC")
+    recovered = healthy_again(faults, tally)
+    assert_judges_kubectl(faults)
+    numbers(
+        "rbac-networks-removed",
+        f"{tally.summary()} "
+        f"({while_forbidden} with ClusterStateUnavailable while forbidden); kubectl saw: "
+        f"{message.strip()[message.index('[ClusterStateUnavailable]') :]}; "
+        f"recovered {recovered:.1f}s after restoring",
+    )
+
+
+def test_watch_loss_unsyncs_after_the_grace_never_later_and_resyncs(
+    faults: FaultStack, tally: Tally, namespace: str
+) -> None:
+    """nicguard cut off from the apiserver (which keeps accepting writes): the last state is
+    served for at most the grace period, then ClusterStateUnavailable until the watch is back."""
+    gone, name = network_backed_runtime(faults.stack, namespace)
+    stale_review = example_review("good-runtime")
+    obj = runtime(name, namespace=namespace, pairs=[*RECIPE_PAIRS[:7], ("eth8", gone)])
+    stale_review["request"].update(
+        namespace=namespace,
+        name=name,
+        kind={"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainingRuntime"},
+        resource={
+            "group": "trainer.kubeflow.org",
+            "version": "v1alpha1",
+            "resource": "trainingruntimes",
+        },
+        object=obj,
+    )
+    context = tally.context
+    cut = faults.proxy.pause()
+    partitioned = time.monotonic()
+    try:
+        checked(faults.plane.kubectl("admin", "delete", NETWORKS, gone), "deleting the Network")
+        stale = 0
+        while True:
+            tally.round()
+            _, body = post_review(faults.nicguard.url, stale_review, context)
+            got, _, _ = outcome(body)
+            elapsed = time.monotonic() - partitioned
+            if set(got.split(",")) == {UNAVAILABLE}:
+                break
+            assert got == "allowed", body  # the state before the partition, or nothing
+            stale += 1
+            assert elapsed < GRACE + GRACE_SLACK, (
+                f"still serving the pre-partition state {elapsed:.1f}s after the watch was lost "
+                f"(grace {GRACE:.0f}s): {stale} stale allows\n{faults.report()}"
+            )
+        first_unavailable = time.monotonic() - partitioned
+        for _ in range(DOWN_ROUNDS):
+            tally.round()
+            got, code, _ = outcome(post_review(faults.nicguard.url, stale_review, context)[1])
+            assert (set(got.split(",")), code) == ({UNAVAILABLE}, 503)
+    finally:
+        faults.proxy.resume()
+    recovered = healthy_again(faults, tally)
+    fresh = unique("torch-tcpxo")  # a create (the existing one would be an unchanged update)
+    obj["metadata"]["name"] = fresh
+    expect.denied(
+        apply(faults, obj),
+        f"TrainingRuntime/{namespace}/{fresh}",
+        "NetworkNotFound",
+        f"eth8->{gone}",
+    )
+    numbers(
+        "watch-loss-partition",
+        f"{cut} connections cut; a Network deleted meanwhile "
+        f"was judged from the last state {stale} times within {first_unavailable:.1f}s "
+        f"(grace {GRACE:.0f}s), then ClusterStateUnavailable; {tally.summary()}; "
+        f"resynced {recovered:.1f}s after the partition healed",
+    )
+
+
+def test_recipe_configmap_deleted_then_recreated(faults: FaultStack, tally: Tally) -> None:
+    namespace, configmap = RECIPE
+    name = unique("tcpxo-recipe-gone")
+    good = runtime(name, recipe_bound=True)
+    checked(
+        faults.plane.kubectl("admin", "delete", "configmap", configmap, "-n", namespace),
+        "deleting the recipe",
+    )
+    try:
+        eventually(
+            lambda: apply(faults, good),
+            lambda run: "[RecipeUnavailable]" in run.stderr,
+        )
+        expect.denied(
+            apply(faults, good),
+            f"ClusterTrainingRuntime/{name}",
+            "RecipeUnavailable",
+            f"{namespace}/{configmap}",
+        )
+        tally.verdicts = dict.fromkeys(tally.verdicts, "RecipeUnavailable")
+        for _ in range(DOWN_ROUNDS):
+            tally.round()
+    finally:
+        recreated = apply_recipe(faults.plane)
+        wait_for_recipe(faults.stack)
+    drifted = runtime(name, pairs=with_pairs(RECIPE_PAIRS, (0, 7)), recipe_bound=True)
+    expect.denied(
+        apply(faults, drifted),
+        f"ClusterTrainingRuntime/{name}",
+        DIVERGES,
+        f"(recipe {recreated})",
+    )
+    expect.allowed(apply(faults, good), "created (server dry run)")
+    numbers(
+        "recipe-deleted-recreated",
+        f"{tally.summary()} (RecipeUnavailable while "
+        f"absent); judged against {recreated} once recreated",
+    )
