@@ -42,6 +42,17 @@ e2e: $(STAMP) k8s-bins
 demo: $(STAMP) k8s-bins
 	@bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(BIN)/python scripts/demo.py
 
+# Benchmarks (BENCHMARKS.md): nicguard beside a bare FastAPI/uvicorn echo under wrk, RSS with 10,000
+# cached objects. Installs wrk from the distribution when missing; exits 1 when a target is missed.
+.PHONY: bench
+bench: $(STAMP)
+	@command -v wrk >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  echo "bench: installing wrk with apt-get"; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk; }
+	$(BIN)/python -m bench.run
+
 test: lint unit e2e
 
 clean:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from app.domain.fields import JsonMap, as_list, as_map
@@ -16,6 +17,8 @@ INTERFACES_ANNOTATION: Final = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE_ANNOTATION: Final = "networking.gke.io/default-interface"
 PRIMARY_INTERFACE: Final = "eth0"
 PRIMARY_NETWORK: Final = "default"
+# An 8-NIC annotation is ~400 characters; longer values are not kept (bounded memory).
+_MEMO_MAX_CHARS: Final = 4096
 
 
 class AnnotationSyntaxError(ValueError):
@@ -42,7 +45,18 @@ def _reject_constant(name: str) -> object:
 
 
 def parse_interfaces(raw: str) -> tuple[InterfaceRef, ...]:
-    """Decode the annotation value; raises AnnotationSyntaxError with a short reason."""
+    """Decode the annotation value; raises AnnotationSyntaxError with a short reason.
+
+    Well-formed values of ordinary size are memoised: the same few annotation strings (a
+    runtime's, inherited by every TrainJob that references it) arrive again and again, and the
+    result is immutable. Errors and oversized values are decoded every time.
+    """
+    if len(raw) > _MEMO_MAX_CHARS:
+        return _parse(raw)
+    return _parse_memo(raw)
+
+
+def _parse(raw: str) -> tuple[InterfaceRef, ...]:
     try:
         decoded = json.loads(raw, parse_constant=_reject_constant)
     except AnnotationSyntaxError:
@@ -56,6 +70,9 @@ def parse_interfaces(raw: str) -> tuple[InterfaceRef, ...]:
     if not entries:
         raise AnnotationSyntaxError("must be a non-empty JSON list of interface entries")
     return tuple(_entry(position, item) for position, item in enumerate(entries))
+
+
+_parse_memo: Final = lru_cache(maxsize=256)(_parse)
 
 
 def _entry(position: int, item: object) -> InterfaceRef:

@@ -33,9 +33,14 @@ class FieldPath:
 
 def as_map(value: object) -> JsonMap | None:
     """The value as a string-keyed mapping, or None when it is anything else."""
-    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
-        return value
-    return None
+    # On the request path for every step of every lookup: decoded JSON is plain dicts, so test
+    # for dict before the (slower) ABC check, and scan the keys with a plain loop.
+    if not isinstance(value, dict) and not isinstance(value, Mapping):
+        return None
+    for key in value:
+        if not isinstance(key, str):
+            return None
+    return value
 
 
 def as_list(value: object) -> Sequence[object] | None:

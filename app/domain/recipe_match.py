@@ -5,8 +5,6 @@ AICR gkenet ``VerifyMappingMatchesRecipe``: order is part of the contract, ethN 
 
 from __future__ import annotations
 
-from collections import Counter
-
 from app.domain.annotation import InterfaceRef
 from app.domain.violations import Code, Violation
 from app.domain.wiring import Wiring
@@ -42,7 +40,7 @@ def compare_with_recipe(
             f"at position {slot} the object maps {secondaries[position].pair()} "
             f"but the recipe records {recorded[position].pair()}"
         )
-        if Counter(secondaries) == Counter(recorded):
+        if _multiset(secondaries) == _multiset(recorded):
             detail += "; the same pairs appear in a different order (order is part of the contract)"
     # Past the end of the object's list, point at the annotation itself.
     field = (
@@ -53,3 +51,15 @@ def compare_with_recipe(
         field=field,
         message=f"{detail} (recipe {recipe_ref})",
     )
+
+
+def _multiset(entries: tuple[InterfaceRef, ...]) -> dict[tuple[str, str | None, str | None], int]:
+    """How often each entry occurs, keyed by the fields InterfaceRef equality is defined on.
+
+    Equal to comparing ``collections.Counter(entries)``, several times cheaper.
+    """
+    counts: dict[tuple[str, str | None, str | None], int] = {}
+    for entry in entries:
+        key = (entry.interface_name, entry.network, entry.interface)
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -24,6 +24,7 @@ from app.domain.wiring import Wiring
 
 SECONDARY_NAME: Final = re.compile(r"eth[1-9][0-9]*")
 RESERVED_NETWORKS: Final = frozenset({"default", "pod-network"})
+_PRIMARY_ENTRY: Final = InterfaceRef(interface_name=PRIMARY_INTERFACE, network=PRIMARY_NETWORK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ def check_structure(wiring: Wiring) -> Structure:
             f"{INTERFACES_ANNOTATION} {error}",
         )
     primary = entries[0]
-    if primary != InterfaceRef(interface_name=PRIMARY_INTERFACE, network=PRIMARY_NETWORK):
+    if primary != _PRIMARY_ENTRY:
         return _stop(
             violations,
             Code.PRIMARY_INTERFACE_INVALID,

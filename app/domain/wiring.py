@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from app.domain.annotation import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
 from app.domain.fields import FieldPath
 from app.domain.template import NodeTemplate
+
+_WIRING_KEYS: Final = (INTERFACES_ANNOTATION, DEFAULT_INTERFACE_ANNOTATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +80,27 @@ def wiring_of(
 
 
 def template_annotations(template: NodeTemplate) -> dict[str, AnnotationValue]:
-    """The node template's annotations, each located in the runtime object."""
-    return {
-        key: AnnotationValue(value=value, path=template.annotation_path(key))
-        for key, value in template.annotations.items()
-    }
+    """The node template's wiring annotations, each located in the runtime object.
+
+    Only the two keys a Wiring reads: pod templates carry many other annotations, and locating
+    each of them on every request is work nothing uses.
+    """
+    return _located(template, _annotations_path(template))
 
 
 def template_wiring(template: NodeTemplate) -> Wiring:
-    return wiring_of(
-        template_annotations(template), template.path.child("metadata").child("annotations")
-    )
+    path = _annotations_path(template)
+    return wiring_of(_located(template, path), path)
+
+
+def _annotations_path(template: NodeTemplate) -> FieldPath:
+    return template.path.child("metadata").child("annotations")
+
+
+def _located(template: NodeTemplate, path: FieldPath) -> dict[str, AnnotationValue]:
+    annotations = template.annotations
+    return {
+        key: AnnotationValue(value=annotations[key], path=path.key(key))
+        for key in _WIRING_KEYS
+        if key in annotations
+    }

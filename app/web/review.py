@@ -55,24 +55,31 @@ def admission_from_body(body: object) -> Admission:
     obj, old_obj = _optional_map(request, "object"), _optional_map(request, "oldObject")
     if operation in (Operation.CREATE, Operation.UPDATE) and obj is None:
         raise MalformedReviewError(f"request.object is required for {operation}")
-    group = str_at(request, "kind", "group") or ""
-    kind = str_at(request, "kind", "kind") or ""
+    # ``request`` is known to be a string-keyed map: read its keys directly, not from the root.
+    request_kind = request.get("kind")
+    group = str_at(request_kind, "group") or ""
+    kind = str_at(request_kind, "kind") or ""
     return Admission(
         uid=uid,
         review=Review(
             operation=operation,
             kind=kind_of(group, kind),
-            namespace=str_at(request, "namespace") or "",
+            namespace=_str(request, "namespace"),
             obj=obj,
             old_obj=old_obj,
-            subresource=str_at(request, "subResource") or "",
+            subresource=_str(request, "subResource"),
         ),
         kind=kind,
         group=group,
-        name=str_at(request, "name") or str_at(obj, "metadata", "name") or "",
-        username=str_at(request, "userInfo", "username") or "",
+        name=_str(request, "name") or str_at(obj, "metadata", "name") or "",
+        username=str_at(request.get("userInfo"), "username") or "",
         dry_run=request.get("dryRun") is True,
     )
+
+
+def _str(request: JsonMap, key: str) -> str:
+    value = request.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _optional_map(request: JsonMap, key: str) -> JsonMap | None:

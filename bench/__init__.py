@@ -1,0 +1,1 @@
+"""Benchmarks of nicguard (``make bench``): throughput and latency beside a bare echo, RSS."""

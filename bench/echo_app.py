@@ -1,0 +1,64 @@
+"""The baseline: a bare FastAPI echo of the AdmissionReview, served like ``nicguard serve``.
+
+It decodes the posted review, answers ``allowed: true`` for its uid and does nothing else (no
+judging, no audit log, no metrics). TLS and uvicorn settings are built exactly as
+``app.wiring.serve`` builds them: ``app.tls.server_ssl_context`` + ``app.tls.make_uvicorn_config``
+with ``access_log=False, log_config=None``, and the server coroutine run by ``asyncio.run``
+(uvicorn's ``http``/``loop`` left at their defaults, as nicguard leaves them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from app.tls import make_uvicorn_config, server_ssl_context
+
+_JSON: Final = "application/json"
+
+
+def create_echo_app() -> FastAPI:
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.post("/validate")
+    async def validate(request: Request) -> Response:
+        review = json.loads(await request.body())
+        answer = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": True},
+        }
+        return Response(content=json.dumps(answer, separators=(",", ":")), media_type=_JSON)
+
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="bare FastAPI/uvicorn AdmissionReview echo")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tls-cert", type=Path, required=True)
+    parser.add_argument("--tls-key", type=Path, required=True)
+    args = parser.parse_args(argv)
+    config = make_uvicorn_config(
+        create_echo_app(),
+        host=args.host,
+        port=args.port,
+        ssl_context=server_ssl_context(args.tls_cert, args.tls_key),
+        access_log=False,
+        log_config=None,
+    )
+    asyncio.run(uvicorn.Server(config).serve())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

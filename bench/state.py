@@ -1,0 +1,123 @@
+"""A file-mode cluster state of 10,000 cached objects, for the RSS measurement.
+
+The example cluster (``examples/cluster``: 9 Networks, the recipe ConfigMap, 2
+ClusterTrainingRuntimes) plus generated Networks and TrainingRuntimes up to 2,000 Networks and
+8,000 runtimes. Generated runtimes are copies of the AICR ``torch-distributed-tcpxo`` runtime
+(a realistic, full-size pod template) as namespaced TrainingRuntimes in 40 team namespaces.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import yaml
+
+from app.domain.fields import JsonMap
+from app.files.loader import load_objects
+
+EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
+NETWORKS: Final = 2_000
+RUNTIMES: Final = 8_000
+_NAMESPACES: Final = 40
+_PER_FILE: Final = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class StateCounts:
+    networks: int
+    runtimes: int
+
+    @property
+    def total(self) -> int:
+        return self.networks + self.runtimes
+
+
+def count_objects(path: Path) -> StateCounts:
+    """Networks and Trainer runtimes in a file-mode state (what nicguard keeps in its view)."""
+    networks = runtimes = 0
+    for sourced in load_objects([path]):
+        kind = sourced.obj.get("kind")
+        networks += kind == "Network"
+        runtimes += kind in ("ClusterTrainingRuntime", "TrainingRuntime")
+    return StateCounts(networks=networks, runtimes=runtimes)
+
+
+def write_state(target: Path, *, networks: int = NETWORKS, runtimes: int = RUNTIMES) -> StateCounts:
+    """Write the example cluster plus generated objects to ``target``; returns the counts."""
+    target.mkdir(parents=True, exist_ok=True)
+    for source in sorted((EXAMPLES / "cluster").glob("*.yaml")):
+        shutil.copyfile(source, target / source.name)
+    base = count_objects(target)
+    template = _load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
+    _write_chunks(target, "generated-networks", _networks(networks - base.networks))
+    _write_chunks(target, "generated-runtimes", _runtimes(template, runtimes - base.runtimes))
+    return StateCounts(networks=networks, runtimes=runtimes)
+
+
+def _load_one(path: Path) -> JsonMap:
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(loaded, dict):
+        raise TypeError(f"{path}: expected one object")
+    return loaded
+
+
+def _networks(count: int) -> Iterator[dict[str, object]]:
+    for number in range(count):
+        name = f"bench-net-{number:05d}"
+        yield {
+            "apiVersion": "networking.gke.io/v1",
+            "kind": "Network",
+            "metadata": {"name": name, "resourceVersion": str(100_000 + number)},
+            "spec": {
+                "type": "Device",
+                "provider": "GKE",
+                "parametersRef": {
+                    "group": "networking.gke.io",
+                    "kind": "GKENetworkParamSet",
+                    "name": name,
+                },
+            },
+            "status": {
+                "conditions": [
+                    {
+                        "type": kind,
+                        "status": "True",
+                        "reason": reason,
+                        "message": "",
+                        "lastTransitionTime": "2026-11-02T09:14:05Z",
+                    }
+                    for kind, reason in (("Ready", "NetworkReady"), ("ParamsReady", "GNPReady"))
+                ]
+            },
+        }
+
+
+def _runtimes(template: JsonMap, count: int) -> Iterator[dict[str, object]]:
+    for number in range(count):
+        runtime = copy.deepcopy(dict(template))
+        runtime["kind"] = "TrainingRuntime"
+        runtime["metadata"] = {
+            "name": f"tcpxo-{number:05d}",
+            "namespace": f"team-{number % _NAMESPACES:02d}",
+            "resourceVersion": str(200_000 + number),
+            "labels": {"trainer.kubeflow.org/framework": "torch"},
+        }
+        yield runtime
+
+
+def _write_chunks(target: Path, stem: str, objects: Iterable[dict[str, object]]) -> None:
+    chunk: list[str] = []
+    part = 0
+    for obj in objects:
+        chunk.append(json.dumps(obj, separators=(",", ":")))
+        if len(chunk) == _PER_FILE:
+            (target / f"{stem}-{part:02d}.yaml").write_text("\n---\n".join(chunk) + "\n")
+            chunk, part = [], part + 1
+    if chunk:
+        (target / f"{stem}-{part:02d}.yaml").write_text("\n---\n".join(chunk) + "\n")
