@@ -22,8 +22,17 @@ import pytest
 from app.tls import CertFiles, issue_client_cert, issue_self_signed
 from tests.e2e import expect
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.faults import ALLOWED, DIVERGES, example_review, numbers, outcome, post_review
+from tests.e2e.faults import (
+    ALLOWED,
+    DIVERGES,
+    example_review,
+    healthy,
+    numbers,
+    outcome,
+    post_review,
+)
 from tests.e2e.objects import RECIPE_PAIRS, WEBHOOK, runtime, unique, with_pairs
+from tests.e2e.procs import wait_until
 from tests.e2e.stack import Stack, populate
 from tests.e2e.state import grant_developers, install_crds
 from tests.e2e.webhook import Nicguard, install_base, register, wait_effective
@@ -205,6 +214,9 @@ def test_an_apiserver_without_the_client_certificate_cannot_call_nicguard(
         plane.apiserver_args = list(mutual.admission_args)
         plane.start_apiserver()
     wait_effective(plane, mutual.nicguard, WEBHOOK)
+    # A restarted apiserver answers 403 until its RBAC is loaded: wait for nicguard's caches
+    # to resync before judging an object that needs them.
+    wait_until(lambda: healthy(mutual.nicguard) or None, timeout=60, what="caches to resync")
     expect.allowed(mutual.stack.apply(runtime(name, recipe_bound=True)), "created")
     numbers(
         "client-ca-apiserver-without-cert",
