@@ -22,8 +22,12 @@ class NodeTemplate:
     annotations: Mapping[str, object]
     path: FieldPath
 
+    @property
+    def annotations_path(self) -> FieldPath:
+        return self.path.child("metadata").child("annotations")
+
     def annotation_path(self, key: str) -> FieldPath:
-        return self.path.child("metadata").child("annotations").key(key)
+        return self.annotations_path.key(key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,22 +85,13 @@ def template_annotations(template: NodeTemplate) -> dict[str, AnnotationValue]:
     Only the two keys a Wiring reads: pod templates carry many other annotations, and locating
     each of them on every request is work nothing uses.
     """
-    return _located(template, _annotations_path(template))
-
-
-def template_wiring(template: NodeTemplate) -> Wiring:
-    path = _annotations_path(template)
-    return wiring_of(_located(template, path), path)
-
-
-def _annotations_path(template: NodeTemplate) -> FieldPath:
-    return template.path.child("metadata").child("annotations")
-
-
-def _located(template: NodeTemplate, path: FieldPath) -> dict[str, AnnotationValue]:
     annotations = template.annotations
     return {
-        key: AnnotationValue(value=annotations[key], path=path.key(key))
+        key: AnnotationValue(value=annotations[key], path=template.annotation_path(key))
         for key in _WIRING_KEYS
         if key in annotations
     }
+
+
+def template_wiring(template: NodeTemplate) -> Wiring:
+    return wiring_of(template_annotations(template), template.annotations_path)
