@@ -64,22 +64,17 @@ def admission_from_body(body: object) -> Admission:
         review=Review(
             operation=operation,
             kind=kind_of(group, kind),
-            namespace=_str(request, "namespace"),
+            namespace=str_at(request, "namespace") or "",
             obj=obj,
             old_obj=old_obj,
-            subresource=_str(request, "subResource"),
+            subresource=str_at(request, "subResource") or "",
         ),
         kind=kind,
         group=group,
-        name=_str(request, "name") or str_at(obj, "metadata", "name") or "",
+        name=str_at(request, "name") or str_at(obj, "metadata", "name") or "",
         username=str_at(request.get("userInfo"), "username") or "",
         dry_run=request.get("dryRun") is True,
     )
-
-
-def _str(request: JsonMap, key: str) -> str:
-    value = request.get(key)
-    return value if isinstance(value, str) else ""
 
 
 def _optional_map(request: JsonMap, key: str) -> JsonMap | None:
