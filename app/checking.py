@@ -14,7 +14,7 @@ from app.domain.fields import JsonMap, str_at
 from app.domain.inventory import snapshot_of, trainer_kind, with_runtimes
 from app.domain.kinds import Kind
 from app.domain.verdict import Verdict
-from app.files.loader import SourcedObject, load_objects
+from app.files.loader import SourcedObject, iter_objects, load_objects
 from app.settings import Settings
 
 
@@ -46,7 +46,7 @@ class CheckResult:
 def check_files(state: Path, files: Sequence[Path], settings: Settings) -> list[CheckResult]:
     """Evaluate every CTR/TR/TrainJob in ``files``; raises StateFileError on unusable input."""
     snapshot = snapshot_of(
-        (o.obj for o in load_objects([state])),
+        (o.obj for o in iter_objects([state])),
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )

@@ -34,10 +34,15 @@ _DECODE_ERRORS = (
 )
 
 
+# libyaml's parser when PyYAML was built with it (its wheels are): ~10x faster on large state
+# directories; the constructors, hence the decoded values, are the same Python code.
+_LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+
+
 def load_yaml(text: str) -> object:
     """One YAML document; raises DocumentError."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - _LOADER is a safe loader
     except _DECODE_ERRORS as error:
         raise DocumentError(_reason(error)) from None
 
@@ -45,6 +50,6 @@ def load_yaml(text: str) -> object:
 def load_all_yaml(text: str) -> list[object]:
     """Every document in a multi-document stream (empty documents dropped); raises DocumentError."""
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        return [doc for doc in yaml.load_all(text, Loader=_LOADER) if doc is not None]
     except _DECODE_ERRORS as error:
         raise DocumentError(_reason(error)) from None

@@ -22,7 +22,7 @@ import uvicorn
 from app.documents import load_yaml
 from app.domain.cluster import ClusterView
 from app.domain.inventory import snapshot_of
-from app.files.loader import load_objects
+from app.files.loader import iter_objects
 from app.logs import configure_logging
 from app.metrics import CacheStatus, Metrics
 from app.serve_settings import ServeOptions, serve_options
@@ -190,7 +190,7 @@ def _tls_files(options: ServeOptions) -> tuple[Path, Path]:
 
 def _file_view(state: Path, settings: Settings) -> tuple[ClusterView, CacheStatuses, Stopper]:
     snapshot = snapshot_of(
-        (o.obj for o in load_objects([state])),
+        (o.obj for o in iter_objects([state])),
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )

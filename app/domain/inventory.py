@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from app.domain.cached_runtime import slim_runtime
 from app.domain.cluster import ClusterSnapshot, Networks, RuntimeKey, Unverifiable, runtime_key
 from app.domain.fields import JsonMap, as_map, map_at, str_at
 from app.domain.kinds import Kind, kind_of
@@ -71,7 +72,11 @@ def runtime_entry(obj: object) -> tuple[RuntimeKey, JsonMap] | None:
 def snapshot_of(
     objects: Iterable[object], *, recipe_name: ObjectName, load_yaml: LoadYaml
 ) -> ClusterSnapshot:
-    """A complete view from a set of objects (file mode: the Network API counts as served)."""
+    """A complete view from a set of objects (file mode: the Network API counts as served).
+
+    Runtimes are kept slim (``slim_runtime``); ``objects`` is consumed once, so a generator
+    keeps only one object whole at a time.
+    """
     networks: dict[str, Network] = {}
     runtimes: dict[RuntimeKey, JsonMap] = {}
     recipe: Recipe | RecipeMissing = RecipeMissing(ref=str(recipe_name))
@@ -83,7 +88,7 @@ def snapshot_of(
         elif is_configmap(obj, recipe_name):
             recipe = recipe_of(as_map(obj) or {}, recipe_name, load_yaml)
         elif (entry := runtime_entry(obj)) is not None:
-            runtimes[entry[0]] = entry[1]
+            runtimes[entry[0]] = slim_runtime(entry[1])
     return ClusterSnapshot(Networks(by_name=networks), recipe, runtimes)
 
 

@@ -10,7 +10,7 @@ from app.domain.annotation import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOT
 from app.domain.fields import FieldPath
 from app.domain.template import NodeTemplate
 
-_WIRING_KEYS: Final = (INTERFACES_ANNOTATION, DEFAULT_INTERFACE_ANNOTATION)
+WIRING_KEYS: Final = (INTERFACES_ANNOTATION, DEFAULT_INTERFACE_ANNOTATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ def template_annotations(template: NodeTemplate) -> dict[str, AnnotationValue]:
     annotations = template.annotations
     return {
         key: AnnotationValue(value=annotations[key], path=template.annotation_path(key))
-        for key in _WIRING_KEYS
+        for key in WIRING_KEYS
         if key in annotations
     }
 

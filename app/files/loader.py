@@ -31,11 +31,14 @@ class SourcedObject:
 
 def load_objects(paths: list[Path]) -> list[SourcedObject]:
     """All objects under the given files/directories, in a stable order; raises StateFileError."""
-    objects: list[SourcedObject] = []
+    return list(iter_objects(paths))
+
+
+def iter_objects(paths: list[Path]) -> Iterator[SourcedObject]:
+    """``load_objects`` one file at a time: a consumer that keeps little holds one file's worth."""
     for path in paths:
         for file in _files(path):
-            objects.extend(_objects_in(file))
-    return objects
+            yield from _objects_in(file)
 
 
 def _files(path: Path) -> Iterator[Path]:

@@ -11,7 +11,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Final, cast
 
 import urllib3
 from kubernetes import config
@@ -24,6 +24,9 @@ ListCall = Callable[..., object]
 
 _load_incluster = cast(Callable[..., None], config.load_incluster_config)
 _load_kube_config = cast(Callable[..., None], config.load_kube_config)
+
+
+_OBJECT_EVENTS: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
 
 
 class ClientConfigError(Exception):
@@ -82,8 +85,11 @@ class ApiListWatch:
         connect_timeout: float = 10.0,
         read_timeout: float = 60.0,
         page_size: int = 500,
+        trim: Callable[[JsonMap], JsonMap] | None = None,
     ) -> None:
+        """``trim`` cuts each object down as it is decoded, page by page and event by event."""
         self._call = call
+        self._trim = trim
         self._page_size = page_size
         self._stream: urllib3.BaseHTTPResponse | None = None
         self._closed = False
@@ -109,10 +115,14 @@ class ApiListWatch:
             finally:
                 response.release_conn()
             raw_items = as_list(value_at(body, "items")) or ()
-            objects.extend(obj for raw in raw_items if (obj := as_map(raw)) is not None)
+            objects.extend(
+                self._trimmed(obj) for raw in raw_items if (obj := as_map(raw)) is not None
+            )
             token = str_at(body, "metadata", "continue")
+            version = str_at(body, "metadata", "resourceVersion") or ""
+            del body, raw_items  # this page's whole objects go before the next page is decoded
             if not token:  # every page of one LIST carries the same snapshot resourceVersion
-                return Listing(objects, str_at(body, "metadata", "resourceVersion") or "")
+                return Listing(objects, version)
 
     def watch(self, resource_version: str) -> Iterator[WatchEvent]:
         """Open the watch now (HTTP errors raise here); events are read lazily."""
@@ -131,7 +141,15 @@ class ApiListWatch:
         self._stream = response
         if self._closed:
             response.close()
-        return _events(response)
+        return (
+            WatchEvent(event.event_type, self._trimmed(event.obj))
+            if event.event_type in _OBJECT_EVENTS
+            else event
+            for event in _events(response)
+        )
+
+    def _trimmed(self, obj: JsonMap) -> JsonMap:
+        return obj if self._trim is None else self._trim(obj)
 
     def close(self) -> None:
         """Unblock a watch read from another thread; a plain ``close()`` can deadlock on TLS."""

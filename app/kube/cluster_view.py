@@ -13,8 +13,9 @@ from typing import Final
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 
 from app.documents import load_yaml
+from app.domain.cached_runtime import slim_runtime
 from app.domain.cluster import Networks, RuntimeKey, Unverifiable, runtime_key
-from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.fields import JsonMap, str_at
 from app.domain.inventory import ObjectName, recipe_of
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_from_object
@@ -27,7 +28,6 @@ NETWORK_PLURAL: Final = "networks"
 CLUSTER_RUNTIME_PLURAL: Final = "clustertrainingruntimes"
 RUNTIME_PLURAL: Final = "trainingruntimes"
 # Never read by the rules, yet often the bulk of an object: dropped to keep RSS low (SPEC 10).
-_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +92,14 @@ class KubeClusterView:
                     field_selector=f"metadata.name={recipe_name.name}",
                 )
             ),
+            # Runtimes are trimmed as they are decoded: a LIST of thousands never sits whole.
             cluster_runtimes=ApiListWatch(
-                partial(list_cluster, TRAINER_GROUP, TRAINER_VERSION, CLUSTER_RUNTIME_PLURAL)
+                partial(list_cluster, TRAINER_GROUP, TRAINER_VERSION, CLUSTER_RUNTIME_PLURAL),
+                trim=slim_runtime,
             ),
             runtimes=ApiListWatch(
-                partial(list_all, TRAINER_GROUP, TRAINER_VERSION, RUNTIME_PLURAL)
+                partial(list_all, TRAINER_GROUP, TRAINER_VERSION, RUNTIME_PLURAL),
+                trim=slim_runtime,
             ),
         )
         return cls(sources, recipe_name=recipe_name, pacing=pacing)
@@ -190,16 +193,6 @@ def _runtime_cache(
         resource=f"{plural}.{TRAINER_GROUP}",
         source=source,
         key=key,
-        convert=_slim,
+        convert=slim_runtime,  # idempotent: also right for sources that do not trim
         pacing=pacing,
     )
-
-
-def _slim(obj: JsonMap) -> JsonMap:
-    """The object without managedFields and the last-applied annotation."""
-    metadata = dict(map_at(obj, "metadata") or {})
-    metadata.pop("managedFields", None)
-    annotations = map_at(metadata, "annotations")
-    if annotations is not None and _LAST_APPLIED in annotations:
-        metadata["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
-    return {**obj, "metadata": metadata}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.documents import load_yaml
+from app.domain.cached_runtime import slim_runtime
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable, runtime_key
 from app.domain.inventory import ObjectName, snapshot_of, trainer_kind, with_runtimes
 from app.domain.kinds import Kind
@@ -134,9 +135,12 @@ def test_runtimes_are_keyed_by_kind_namespace_and_name() -> None:
     tr = runtime("tr", kind=Kind.TRAINING_RUNTIME, namespace="team")
     nameless = runtime("x") | {"metadata": {}}
     snapshot = _snapshot(ctr, ctr_with_namespace, tr, nameless, trainjob(), "junk", None)
-    assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "anywhere", "ctr") == ctr
-    assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "ctr2") == ctr_with_namespace
-    assert snapshot.runtime(Kind.TRAINING_RUNTIME, "team", "tr") == tr
+    # What is kept is the slim copy (app.domain.cached_runtime, tested there).
+    assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "anywhere", "ctr") == slim_runtime(ctr)
+    assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "ctr2") == slim_runtime(
+        ctr_with_namespace
+    )
+    assert snapshot.runtime(Kind.TRAINING_RUNTIME, "team", "tr") == slim_runtime(tr)
     assert snapshot.runtime(Kind.TRAINING_RUNTIME, "other", "tr") is None
     assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "tr") is None
     assert snapshot.runtime(Kind.TRAIN_JOB, "team", "job") is None

@@ -173,11 +173,11 @@ def test_runtimes_are_looked_up_by_kind_namespace_and_name(make_view: MakeView) 
     assert view.wait_synced(5)
     found = view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "ignored", "torch")
     assert isinstance(found, dict)
+    # The cache keeps what the rules read (slim_runtime): no managedFields, no annotations.
     assert found["metadata"] == {
         "name": "torch",
         "resourceVersion": "4",
         "labels": {"nicguard.dev/recipe-bound": "true"},
-        "annotations": {"team": "a"},
     }
     assert view.runtime(Kind.TRAINING_RUNTIME, "team-a", "rt") is not None
     assert view.runtime(Kind.TRAINING_RUNTIME, "team-b", "rt") is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
+from app.domain.cached_runtime import slim_runtime
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
 from app.domain.evaluation import Operation, Review, evaluate, skip_reason
 from app.domain.fields import JsonMap
@@ -216,3 +217,28 @@ def test_a_trainjob_update_that_changes_the_wiring_gets_the_full_verdict(
     case: tuple[JsonMap, object], view: ClusterSnapshot, policy: Policy
 ) -> None:
     check_update(Kind.TRAIN_JOB, *case, view, policy)
+
+
+def _slimmed(view: ClusterSnapshot) -> ClusterSnapshot:
+    if isinstance(view.runtime_state, Unverifiable):
+        return view
+    runtimes = {key: slim_runtime(obj) for key, obj in view.runtime_state.items()}
+    return ClusterSnapshot(view.network_state, view.recipe_state, runtimes)
+
+
+@CORE
+@given(
+    st.builds(
+        Review,
+        operation=operations,
+        kind=st.just(Kind.TRAIN_JOB),
+        namespace=st.just("team"),
+        obj=fuzzed_trainjobs,
+    ),
+    cluster_views,
+    policies,
+)
+def test_a_view_of_slim_runtimes_judges_trainjobs_as_the_whole_runtimes_do(
+    review: Review, view: ClusterSnapshot, policy: Policy
+) -> None:
+    assert evaluate(review, _slimmed(view), policy) == evaluate(review, view, policy)
