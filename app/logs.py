@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Final
 
+import orjson
+
 # uvicorn adds an ANSI-coloured copy of each message; JSON consumers want one plain `msg`.
 _RESERVED: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {
     "message",
@@ -18,6 +20,8 @@ _RESERVED: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {
 
 # What json.dumps(line, default=str, separators=(",", ":")) builds on every call, built once.
 _ENCODER: Final = json.JSONEncoder(default=str, separators=(",", ":"))
+# orjson writes dataclasses and datetimes itself; json wrote str() of them.
+_ORJSON_OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 class JsonFormatter(logging.Formatter):
@@ -46,7 +50,22 @@ class JsonFormatter(logging.Formatter):
         line.update({k: v for k, v in vars(record).items() if k not in _RESERVED})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
+        return encode_line(line)
+
+
+def encode_line(line: dict[str, object]) -> str:
+    """What ``_ENCODER`` writes, about ten times faster: orjson when it accepts the line (no lone
+    surrogates, no integers beyond 64 bits) and its output is printable ASCII (json escapes the
+    rest), so the same bytes for strings, integers, booleans, lists and maps. Floats in exponent
+    notation (``1e-7``, not ``1e-07``), NaN and infinities (``null``) and enums that are not
+    ``str`` (their value) are written as orjson writes them."""
+    try:
+        encoded = orjson.dumps(line, default=str, option=_ORJSON_OPTIONS)
+    except TypeError:
         return _ENCODER.encode(line)
+    if encoded.isascii() and b"\x7f" not in encoded:
+        return encoded.decode()
+    return _ENCODER.encode(line)
 
 
 def configure_logging(level: str) -> None:

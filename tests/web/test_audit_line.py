@@ -1,0 +1,92 @@
+"""The audit line as ``nicguard serve`` writes it: one JSON object per decision, SPEC 8 keys in
+order, the same bytes the json module writes (ASCII, ``\\u`` escapes), through logging."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.logs import JsonFormatter
+from tests.web.conftest import sample_review
+
+KEYS = [
+    "ts",
+    "level",
+    "logger",
+    "msg",
+    "event_type",
+    "admission_uid",
+    "operation",
+    "dry_run",
+    "resource_group",
+    "resource_kind",
+    "resource_namespace",
+    "resource_name",
+    "request_username",
+    "allowed",
+    "violation_codes",
+    "warnings",
+    "recipe",
+    "duration_ms",
+]
+
+
+@pytest.fixture
+def audit_stream() -> Iterator[io.StringIO]:
+    """A JSON handler on the audit logger, as configure_logging puts one on the root."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    audit = logging.getLogger("nicguard.audit")
+    level = audit.level
+    audit.addHandler(handler)
+    audit.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        audit.removeHandler(handler)
+        audit.setLevel(level)
+
+
+@pytest.mark.parametrize(
+    ("name", "username"),
+    [
+        pytest.param(None, None, id="ASCII"),
+        pytest.param("tést☃", "zoë", id="non-ASCII"),
+        pytest.param("t\ud800x", "al\udfffice", id="lone surrogates"),
+        pytest.param("del\x7fete", "ctl\x01", id="control characters"),
+    ],
+)
+def test_one_line_per_decision_written_as_the_json_module_writes_it(
+    client: TestClient, audit_stream: io.StringIO, name: str | None, username: str | None
+) -> None:
+    review = sample_review("drifted-runtime")
+    if name is not None:
+        review["request"]["name"] = name
+        review["request"]["userInfo"]["username"] = username
+    body = json.dumps(review).encode()
+    reply = client.post("/validate", content=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 200
+    (line,) = audit_stream.getvalue().splitlines()
+    decoded = json.loads(line)
+    assert list(decoded) == KEYS
+    assert line == json.dumps(decoded, separators=(",", ":"))
+    assert line.isascii()
+    assert decoded["resource_name"] == review["request"]["name"]
+    assert decoded["request_username"] == review["request"]["userInfo"]["username"]
+    assert (decoded["level"], decoded["logger"]) == ("info", "nicguard.audit")
+    assert decoded["violation_codes"] == ["MappingDivergesFromRecipe"]
+
+
+def test_no_decision_line_below_the_configured_level(
+    client: TestClient, audit_stream: io.StringIO
+) -> None:
+    logging.getLogger("nicguard.audit").setLevel(logging.WARNING)
+    reply = client.post("/validate", json=sample_review("good-runtime"))
+    assert reply.status_code == 200
+    assert audit_stream.getvalue() == ""
