@@ -95,15 +95,29 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_CacheCollector(statuses))
+        # labels() stringifies its values and takes a lock on every call; observe() runs on
+        # every request with label sets from small closed sets, so it keeps the children.
+        self._requests_by_labels: dict[tuple[bool, str, str, bool], Counter] = {}
+        self._violations_by_code: dict[str, Counter] = {}
 
     def observe(
         self, *, verdict: Verdict, kind: str, operation: str, dry_run: bool, seconds: float
     ) -> None:
-        decision = "allowed" if verdict.allowed else "denied"
-        self.requests.labels(decision, kind, operation, str(dry_run).lower()).inc()
+        allowed = verdict.allowed
+        labels = (allowed, kind, operation, dry_run)
+        requests = self._requests_by_labels.get(labels)
+        if requests is None:
+            decision = "allowed" if allowed else "denied"
+            requests = self.requests.labels(decision, kind, operation, str(dry_run).lower())
+            self._requests_by_labels[labels] = requests
+        requests.inc()
         self.duration.observe(seconds)
         for violation in verdict.violations:
-            self.violations.labels(violation.code.value).inc()
+            code = violation.code.value
+            violations = self._violations_by_code.get(code)
+            if violations is None:
+                violations = self._violations_by_code[code] = self.violations.labels(code)
+            violations.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
