@@ -8,11 +8,18 @@ three configurations, switched in turn, several rounds each, in the same run:
 - ``vap``: an in-tree ValidatingAdmissionPolicy doing what CEL can: the node pod template's
   ``networking.gke.io/interfaces`` must equal the recipe string held in a param ConfigMap (same
   resources, operations, namespaceSelector and matchConditions as nicguard's webhook);
+- ``echo``: a webhook configuration like nicguard's (same rules, selectors, matchConditions)
+  pointing at the bare FastAPI echo of ``make bench`` (``bench/echo_app.py``, same TLS set-up):
+  what any Python/uvicorn webhook costs;
+- ``go-echo``: the same pointing at a bare Go echo (``bench/goecho``, built with ``go build``;
+  left out when ``go`` is not installed): what any out-of-process webhook costs;
 - ``nicguard``: the shipped ValidatingWebhookConfiguration pointing at nicguard.
 
 Each measured create is a ``kubectl create``-equivalent POST of a recipe-bound TrainingRuntime
 (the shipped TCPXO runtime, allowed by all three) as the non-admin user ``alice``, over one
-keep-alive HTTPS connection, timed from request to the 201 response.
+keep-alive HTTPS connection, timed from request to the 201 response. For the webhooks, the
+apiserver's own measure of each call (``apiserver_admission_webhook_admission_duration_seconds``)
+is reported beside it.
 
     python -m bench.e2e [--creates 100] [--rounds 3]
 
@@ -22,25 +29,33 @@ Exit status 0 when nicguard's p50 is within 15 % of the policy's, 1 otherwise, 2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
+import shutil
+import socket
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from bench.run import machine
+from bench.run import free_port, machine
 from tests.e2e.objects import RECIPE_PAIRS, interfaces, runtime, with_pairs
+from tests.e2e.procs import Process, wait_until
 from tests.e2e.stack import Stack, populate, running
 from tests.e2e.state import checked, create_namespace
 from tests.e2e.webhook import register
 
-MODES: Final = ("none", "vap", "nicguard")
+MODES: Final = ("none", "vap", "echo", "go-echo", "nicguard")
+ECHOES: Final = ("echo", "go-echo")
+NICGUARD_WEBHOOK: Final = "validate.nicguard.dev"
 MAX_P50_OVERHEAD: Final = 0.15
 NAMESPACE: Final = "bench-e2e"
 POLICY: Final = "bench-recipe-wiring"
@@ -48,6 +63,8 @@ PARAMS: Final = ("nicguard-system", "bench-recipe-params")
 WEBHOOK_CONFIG: Final = "nicguard"
 _RESOURCE: Final = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainingruntimes"
 _SWITCH_TIMEOUT: Final = 60.0
+_ROOT: Final = Path(__file__).resolve().parent.parent
+_CALLS: Final = "apiserver_admission_webhook_admission_duration_seconds"
 _WARMUP: Final = 10
 
 # The node pod template's interfaces annotation, as CEL can reach it (fields are schemaless).
@@ -172,37 +189,129 @@ class ApiClient:
         return self.connection
 
 
+def webhook_name(mode: str) -> str:
+    return NICGUARD_WEBHOOK if mode == "nicguard" else f"{mode}.bench.nicguard.dev"
+
+
+def echo_config(webhook_config: dict[str, Any], mode: str, url: str, ca_bundle: str) -> Any:
+    """nicguard's configuration (rules, selectors, matchConditions) pointing at an echo."""
+    config: Any = json.loads(json.dumps(webhook_config))
+    config["metadata"] = {"name": f"bench-{mode}"}
+    (hook,) = config["webhooks"]
+    hook["name"] = webhook_name(mode)
+    hook["clientConfig"] = {"url": url, "caBundle": ca_bundle}
+    return config
+
+
+@contextlib.contextmanager
+def echo_servers(stack: Stack, out: TextIO) -> Iterator[dict[str, str]]:
+    """The Python and (when ``go`` is installed) Go echoes on nicguard's certificate; their URLs."""
+    cert, key = stack.nicguard.cert_dir / "tls.crt", stack.nicguard.cert_dir / "tls.key"
+    workdir = stack.workdir
+    argvs = {"echo": [sys.executable, "-m", "bench.echo_app", "--host=127.0.0.1"]}
+    go = shutil.which("go")
+    if go is None:
+        _say(out, "go not installed: the go-echo configuration is left out")
+    else:
+        binary = workdir / "goecho"
+        built = subprocess.run(  # noqa: S603 - the Go toolchain on our own source
+            [go, "build", "-o", str(binary), "."],
+            cwd=_ROOT / "bench" / "goecho",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if built.returncode != 0:
+            raise E2EBenchError(f"go build bench/goecho failed: {built.stderr[-2000:]}")
+        argvs["go-echo"] = [str(binary)]
+    urls: dict[str, str] = {}
+    processes: list[Process] = []
+    try:
+        for mode, argv in argvs.items():
+            port = free_port()
+            if mode == "echo":
+                argv = [*argv, f"--port={port}", f"--tls-cert={cert}", f"--tls-key={key}"]
+            else:
+                argv = [*argv, f"127.0.0.1:{port}", str(cert), str(key)]
+            env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(_ROOT)}
+            processes.append(Process(mode, argv, workdir / f"{mode}.log", env=env))
+            urls[mode] = f"https://127.0.0.1:{port}/validate"
+            wait_until(
+                partial(_listening, port),
+                timeout=30,
+                what=f"{mode} listening",
+                diagnose=processes[-1].report,
+            )
+        yield urls
+    finally:
+        for process in processes:
+            process.stop()
+
+
+def _listening(port: int) -> bool | None:
+    """True once ``port`` accepts connections, None (keep waiting) before."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return None
+
+
+def webhook_calls(stack: Stack) -> dict[str, tuple[int, float]]:
+    """Per webhook name: (calls, seconds) the apiserver has measured so far."""
+    scraped = stack.plane.kubectl("admin", "get", "--raw", "/metrics")
+    checked(scraped, "reading the apiserver's metrics")
+    calls: dict[str, list[float]] = {}
+    for line in scraped.stdout.splitlines():
+        if not line.startswith((f"{_CALLS}_count{{", f"{_CALLS}_sum{{")):
+            continue
+        labels, _, value = line.rpartition(" ")
+        name = labels.partition('name="')[2].partition('"')[0]
+        totals = calls.setdefault(name, [0.0, 0.0])
+        totals[0 if labels.startswith(f"{_CALLS}_count") else 1] += float(value)
+    return {name: (int(count), seconds) for name, (count, seconds) in calls.items()}
+
+
 @dataclass(slots=True)
 class Switch:
-    """Puts one of the three configurations in effect, and proves it with a dry run."""
+    """Puts one configuration in effect, and proves it with a dry run."""
 
     stack: Stack
     client: ApiClient
     binding: dict[str, Any]
+    echo_urls: dict[str, str]
     current: str = "nicguard"  # stack.running() registers the webhook
 
     def to(self, mode: str) -> None:
         if mode == self.current:
             return
         plane = self.stack.plane
-        if self.current == "nicguard":
-            deleted = plane.kubectl(
-                "admin", "delete", "validatingwebhookconfiguration", WEBHOOK_CONFIG
-            )
-            checked(deleted, "deleting the webhook configuration")
-        elif self.current == "vap":
+        if self.current == "vap":
             deleted = plane.kubectl("admin", "delete", "validatingadmissionpolicybinding", POLICY)
             checked(deleted, "deleting the policy binding")
+        elif self.current != "none":
+            name = WEBHOOK_CONFIG if self.current == "nicguard" else f"bench-{self.current}"
+            deleted = plane.kubectl("admin", "delete", "validatingwebhookconfiguration", name)
+            checked(deleted, "deleting the webhook configuration")
         if mode == "nicguard":
             register(plane, self.stack.nicguard, self.stack.webhook_config)
         elif mode == "vap":
             created = plane.kubectl("admin", "create", "-f", "-", input=json.dumps(self.binding))
             checked(created, "creating the policy binding")
+        elif mode in ECHOES:
+            config = echo_config(
+                self.stack.webhook_config,
+                mode,
+                self.echo_urls[mode],
+                self.stack.nicguard.ca_bundle(),
+            )
+            created = plane.kubectl("admin", "create", "-f", "-", input=json.dumps(config))
+            checked(created, f"registering the {mode} webhook")
         self._wait_in_effect(mode)
         self.current = mode
 
     def in_effect(self) -> str:
-        """Which configuration denies a drifted runtime (server-side dry run)."""
+        """Which configuration judges a drifted runtime (server-side dry run): the policy and
+        nicguard deny it, the echoes allow it and show in the apiserver's webhook metrics."""
+        before = webhook_calls(self.stack)
         drifted = runtime(
             "bench-probe",
             namespace=NAMESPACE,
@@ -210,6 +319,10 @@ class Switch:
             recipe_bound=True,
         )
         status, payload, _ = self.client.post(f"{_RESOURCE}?dryRun=All", drifted)
+        after = webhook_calls(self.stack)
+        echoes = [
+            m for m in self.echo_urls if after.get(webhook_name(m)) != before.get(webhook_name(m))
+        ]
         text = payload.decode(errors="replace")
         try:
             decoded = json.loads(text)
@@ -218,12 +331,16 @@ class Switch:
         if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
             text = decoded["message"]
         if status == 201:
-            return "none"
-        if f"ValidatingAdmissionPolicy '{POLICY}'" in text:
-            return "vap"
-        if 'admission webhook "validate.nicguard.dev" denied' in text:
-            return "nicguard"
-        return f"unexpected HTTP {status}: {text[:300]}"
+            seen = "none"
+        elif f"ValidatingAdmissionPolicy '{POLICY}'" in text:
+            seen = "vap"
+        elif f'admission webhook "{NICGUARD_WEBHOOK}" denied' in text:
+            seen = "nicguard"
+        else:
+            return f"unexpected HTTP {status}: {text[:300]}"
+        if seen == "none" and len(echoes) == 1:
+            return echoes[0]
+        return "+".join([seen, *echoes])
 
     def _wait_in_effect(self, mode: str) -> None:
         deadline = time.monotonic() + _SWITCH_TIMEOUT
@@ -238,9 +355,12 @@ class Switch:
 
 @dataclass(slots=True)
 class Samples:
-    """Create latencies in milliseconds, per configuration and per round."""
+    """Create latencies in milliseconds per configuration and round; the apiserver's measure
+    of the webhook calls (calls, seconds) per webhook configuration."""
 
+    modes: tuple[str, ...] = MODES
     rounds: dict[str, list[list[float]]] = field(default_factory=lambda: {m: [] for m in MODES})
+    calls: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def all(self, mode: str) -> list[float]:
         return [ms for one in self.rounds[mode] for ms in one]
@@ -250,6 +370,16 @@ class Samples:
 
     def p99(self, mode: str) -> float:
         return statistics.quantiles(self.all(mode), n=100, method="inclusive")[98]
+
+    def add_calls(self, mode: str, before: dict[str, tuple[int, float]], after: Any) -> None:
+        name = webhook_name(mode)
+        start, end = before.get(name, (0, 0.0)), after.get(name, (0, 0.0))
+        count, seconds = self.calls.get(mode, (0, 0.0))
+        self.calls[mode] = (count + end[0] - start[0], seconds + end[1] - start[1])
+
+    def call_ms(self, mode: str) -> float | None:
+        count, seconds = self.calls.get(mode, (0, 0.0))
+        return seconds / count * 1000 if count else None
 
 
 def create_round(client: ApiClient, mode: str, number: int, creates: int) -> list[float]:
@@ -284,35 +414,41 @@ def measure(stack: Stack, args: argparse.Namespace, out: TextIO) -> Samples:
     )
     checked(created, "creating the policy and its params")
     client = ApiClient("127.0.0.1", plane.port, plane.ca_file, plane.users["alice"].token)
-    switch = Switch(stack, client, binding)
-    samples = Samples()
-    try:
-        for number in range(args.rounds):
-            order = MODES[number % 3 :] + MODES[: number % 3]
-            for mode in order:
-                switch.to(mode)
-                latencies = create_round(client, mode, number, args.creates)
-                samples.rounds[mode].append(latencies)
-                _say(
-                    out,
-                    f"  round {number + 1} {mode:<8} p50 {statistics.median(latencies):6.2f} ms"
-                    f"  max {max(latencies):7.2f} ms  ({len(latencies)} creates)",
-                )
-    finally:
-        client.close()
+    with echo_servers(stack, out) as echo_urls:
+        modes = tuple(m for m in MODES if m not in ECHOES or m in echo_urls)
+        samples = Samples(modes=modes)
+        switch = Switch(stack, client, binding, echo_urls)
+        try:
+            for number in range(args.rounds):
+                shift = number % len(modes)
+                for mode in modes[shift:] + modes[:shift]:
+                    switch.to(mode)
+                    before = webhook_calls(stack)
+                    latencies = create_round(client, mode, number, args.creates)
+                    samples.add_calls(mode, before, webhook_calls(stack))
+                    samples.rounds[mode].append(latencies)
+                    _say(
+                        out,
+                        f"  round {number + 1} {mode:<8} p50 {statistics.median(latencies):6.2f}"
+                        f" ms  max {max(latencies):7.2f} ms  ({len(latencies)} creates)",
+                    )
+        finally:
+            client.close()
     return samples
 
 
 def report(samples: Samples, out: TextIO) -> bool:
     _say(out)
-    _say(out, "configuration   creates   p50 ms   p99 ms")
-    for mode in MODES:
+    _say(out, "configuration   creates   p50 ms   p99 ms   webhook call ms (apiserver, mean)")
+    for mode in samples.modes:
+        call = samples.call_ms(mode)
         _say(
             out,
             f"{mode:<15} {len(samples.all(mode)):7d} {samples.p50(mode):8.2f} "
-            f"{samples.p99(mode):8.2f}",
+            f"{samples.p99(mode):8.2f}   {'-' if call is None else f'{call:.3f}'}",
         )
-    overhead = samples.p50("nicguard") / samples.p50("vap") - 1
+    vap = samples.p50("vap")
+    overhead = samples.p50("nicguard") / vap - 1
     ok = overhead <= MAX_P50_OVERHEAD
     _say(out)
     _say(
@@ -320,11 +456,16 @@ def report(samples: Samples, out: TextIO) -> bool:
         f"nicguard vs ValidatingAdmissionPolicy at p50: {overhead * 100:+.1f} % "
         f"(<= +{MAX_P50_OVERHEAD * 100:.0f} %) {'PASS' if ok else 'FAIL'}",
     )
-    _say(
-        out,
-        f"admission cost over none at p50: vap {samples.p50('vap') - samples.p50('none'):+.2f} ms, "
-        f"nicguard {samples.p50('nicguard') - samples.p50('none'):+.2f} ms",
+    for mode in samples.modes:
+        if mode in ECHOES:
+            scale = (samples.p50(mode) / vap - 1) * 100
+            _say(out, f"  for scale, {mode} vs the policy at p50: {scale:+.1f} %")
+    costs = ", ".join(
+        f"{mode} {samples.p50(mode) - samples.p50('none'):+.2f} ms"
+        for mode in samples.modes
+        if mode != "none"
     )
+    _say(out, f"admission cost over none at p50: {costs}")
     return ok
 
 

@@ -1,0 +1,3 @@
+module nicguard.dev/bench/goecho
+
+go 1.22
