@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
-from typing import Final
+import types
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Final
 
 import orjson
 from fastapi import FastAPI
@@ -180,11 +181,7 @@ async def _json_body(scope: Scope, receive: Receive, timeout: float) -> object:
     if length.isdigit() and int(length) > MAX_BODY_BYTES:
         raise HTTPProblemError(413, "body exceeds 3 MiB")
     try:
-        body = await asyncio.wait_for(_read_capped(receive), timeout)
-    except TimeoutError:
-        raise HTTPProblemError(408, "body not received in time") from None
-    try:
-        return decode_json(body)
+        return decode_json(await _read_body(receive, timeout))
     except (ValueError, RecursionError):
         raise HTTPProblemError(400, "body is not valid JSON") from None
 
@@ -202,22 +199,77 @@ def _headers(scope: Scope) -> tuple[str, str]:
     return (content_type or b"").decode("latin-1"), (length or b"").decode("latin-1")
 
 
-async def _read_capped(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
+async def _read_body(receive: Receive, timeout: float) -> bytes:
+    """The body, at most 3 MiB, or a 408 when it does not arrive within ``timeout`` seconds.
+
+    Servers call the app once the body is buffered, as a rule, and then receive() returns
+    without waiting: no timer is needed, and asyncio.wait_for's Task and extra trips through
+    the event loop would cost about a sixth of the request's CPU (measured). From the first
+    receive() that has to wait, the rest of the read runs under asyncio.wait_for.
+    """
+    body = _Body()
     while True:
+        call = receive().__await__()
+        try:
+            waiting_on = call.send(None)
+        except StopIteration as returned:
+            if body.complete_with(returned.value):
+                return body.joined()
+            continue
+        rest = _read_rest(_finish(call, waiting_on), receive, body)
+        try:
+            return await asyncio.wait_for(rest, timeout)
+        except TimeoutError:
+            raise HTTPProblemError(408, "body not received in time") from None
+
+
+async def _read_rest(pending: Awaitable[Message], receive: Receive, body: _Body) -> bytes:
+    message = await pending
+    while not body.complete_with(message):
         message = await receive()
+    return body.joined()
+
+
+@types.coroutine
+def _finish(
+    call: Generator[Any, None, Message], waiting_on: object
+) -> Generator[Any, None, Message]:
+    """Await the rest of a receive() call begun by hand that suspended on ``waiting_on``: hand
+    that to the Task running us, then resume the call once it is done. If the Task is
+    cancelled meanwhile (the timeout), the call is closed so that it stops waiting too."""
+    try:
+        yield waiting_on
+    except BaseException:
+        call.close()
+        raise
+    return (yield from call)
+
+
+class _Body:
+    """The chunks of a request body received so far."""
+
+    __slots__ = ("chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def complete_with(self, message: Message) -> bool:
+        """Take one ASGI message; True once the body is complete."""
         kind = message["type"]
         if kind == "http.request":
             chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
+            self.size += len(chunk)
+            if self.size > MAX_BODY_BYTES:
                 raise HTTPProblemError(413, "body exceeds 3 MiB")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-        elif kind == "http.disconnect":
+            self.chunks.append(chunk)
+            return not message.get("more_body", False)
+        if kind == "http.disconnect":
             raise _ClientGoneError
+        return False
+
+    def joined(self) -> bytes:
+        return b"".join(self.chunks)
 
 
 def _problem(metrics: Metrics, status: int, reason: str) -> bytes:

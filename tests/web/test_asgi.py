@@ -49,26 +49,46 @@ def _scope(method: str = "POST", path: str = "/validate") -> Message:
     }
 
 
-def _call(app: Any, scope: Message, messages: Sequence[Message]) -> list[Message]:
-    """Run one request whose receive() yields ``messages`` and then never returns."""
+class _Client:
+    """The receive() side of one request: ``messages`` in turn, then nothing, ever. With
+    ``wait`` each message arrives one event-loop turn after receive() is called (so receive
+    suspends, as it does when the body is still on the wire). Counts receive() calls begun
+    and ended (returned, or closed while waiting)."""
+
+    def __init__(self, messages: Sequence[Message], *, wait: bool = False) -> None:
+        self.pending, self.wait = list(messages), wait
+        self.begun = self.ended = 0
+
+    async def receive(self) -> Message:
+        self.begun += 1
+        try:
+            loop = asyncio.get_running_loop()
+            if self.pending:
+                if self.wait:
+                    arrived = loop.create_future()
+                    loop.call_soon(arrived.set_result, None)
+                    await arrived
+                return self.pending.pop(0)
+            await loop.create_future()  # never done
+            raise AssertionError("unreachable")
+        finally:
+            self.ended += 1
+
+
+def _call(
+    app: Any, scope: Message, messages: Sequence[Message], *, wait: bool = False
+) -> list[Message]:
+    """Run one request; the messages the app sent."""
+    return _run(app, scope, _Client(messages, wait=wait))
+
+
+def _run(app: Any, scope: Message, client: _Client) -> list[Message]:
     sent: list[Message] = []
 
-    async def run() -> None:
-        pending = list(messages)
-        never = asyncio.Event()
+    async def send(message: Message) -> None:
+        sent.append(message)
 
-        async def receive() -> Message:
-            if pending:
-                return pending.pop(0)
-            await never.wait()
-            raise AssertionError("unreachable")
-
-        async def send(message: Message) -> None:
-            sent.append(message)
-
-        await app(scope, receive, send)
-
-    asyncio.run(run())
+    asyncio.run(app(scope, client.receive, send))
     return sent
 
 
@@ -86,26 +106,48 @@ def _review_bytes(name: str = "drifted-runtime") -> bytes:
     return (EXAMPLES / "reviews" / f"{name}.json").read_bytes()
 
 
-def test_a_body_split_over_many_messages_is_judged(example_state: ClusterSnapshot) -> None:
+@pytest.mark.parametrize("wait", [False, True], ids=["buffered", "on the wire"])
+def test_a_body_split_over_many_messages_is_judged(
+    example_state: ClusterSnapshot, wait: bool
+) -> None:
     body = _review_bytes()
     pieces = [body[i : i + 100] for i in range(0, len(body), 100)]
     messages = [{"type": "http.request", "body": p, "more_body": True} for p in pieces]
     messages.append({"type": "http.request", "body": b"", "more_body": False})
-    status, headers, answer = _answer(_call(_app(example_state), _scope(), messages))
+    client = _Client(messages, wait=wait)
+    status, headers, answer = _answer(_run(_app(example_state), _scope(), client))
     assert status == 200
     assert b"connection" not in headers
     assert answer["response"]["allowed"] is False
+    assert client.begun == client.ended == len(messages)
 
 
-def test_a_body_not_received_in_time_gets_408(example_state: ClusterSnapshot) -> None:
-    first = {"type": "http.request", "body": b'{"kind": ', "more_body": True}
-    sent = _call(_app(example_state, body_timeout=0.05), _scope(), [first])
+@pytest.mark.parametrize("wait", [False, True], ids=["buffered", "on the wire"])
+@pytest.mark.parametrize("received", [0, 1, 2], ids=["nothing", "one chunk", "two chunks"])
+def test_a_body_not_received_in_time_gets_408(
+    example_state: ClusterSnapshot, wait: bool, received: int
+) -> None:
+    chunk = {"type": "http.request", "body": b'{"kind": ', "more_body": True}
+    client = _Client([chunk] * received, wait=wait)
+    sent = _run(_app(example_state, body_timeout=0.05), _scope(), client)
     status, _, answer = _answer(sent)
     assert (status, answer) == (408, {"error": "body not received in time", "status": 408})
+    assert client.begun == client.ended == received + 1  # the waiting receive() was closed
 
 
-def test_a_client_gone_before_its_body_gets_no_answer(example_state: ClusterSnapshot) -> None:
-    assert _call(_app(example_state), _scope(), [{"type": "http.disconnect"}]) == []
+@pytest.mark.parametrize("wait", [False, True], ids=["buffered", "on the wire"])
+def test_a_streamed_body_over_3_mib_gets_413(example_state: ClusterSnapshot, wait: bool) -> None:
+    chunk = {"type": "http.request", "body": b" " * (1024 * 1024), "more_body": True}
+    sent = _call(_app(example_state), _scope(), [chunk] * 4, wait=wait)
+    assert _answer(sent)[:1] == (413,)
+
+
+@pytest.mark.parametrize("wait", [False, True], ids=["at once", "after a wait"])
+def test_a_client_gone_before_its_body_gets_no_answer(
+    example_state: ClusterSnapshot, wait: bool
+) -> None:
+    messages = [{"type": "http.disconnect"}]
+    assert _call(_app(example_state), _scope(), messages, wait=wait) == []
 
 
 @pytest.mark.parametrize(
