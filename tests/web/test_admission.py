@@ -197,3 +197,28 @@ def test_metrics_count_decisions_and_violations(example_state: ClusterSnapshot) 
     ) in text
     assert 'nicguard_violations_total{code="MappingDivergesFromRecipe"} 1.0' in text
     assert 'nicguard_cache_synced{cache="files"} 1.0' in text
+
+
+def test_metrics_count_every_decision_by_its_labels(example_state: ClusterSnapshot) -> None:
+    client, metrics = make_client(example_state)
+    for name in ("drifted-runtime", "good-runtime", "drifted-runtime"):
+        post(client, sample_review(name))
+    dry_run = sample_review("drifted-runtime")
+    dry_run["request"]["dryRun"] = True
+    post(client, dry_run)
+    text = metrics.render().decode()
+    labels = 'dry_run="{}",kind="ClusterTrainingRuntime",operation="CREATE"'
+    assert (
+        f'nicguard_admission_requests_total{{decision="denied",{labels.format("false")}}} 2.0'
+        in text
+    )
+    assert (
+        f'nicguard_admission_requests_total{{decision="allowed",{labels.format("false")}}} 1.0'
+        in text
+    )
+    assert (
+        f'nicguard_admission_requests_total{{decision="denied",{labels.format("true")}}} 1.0'
+        in text
+    )
+    assert 'nicguard_violations_total{code="MappingDivergesFromRecipe"} 3.0' in text
+    assert "nicguard_admission_duration_seconds_count 4.0" in text
