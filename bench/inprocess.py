@@ -1,8 +1,9 @@
 """The request path in-process: ``POST /validate`` called as an ASGI app, timed and profiled.
 
-No sockets, TLS or HTTP parsing: what is left is FastAPI/Starlette routing, body reading, JSON
-decoding, judging, metrics, the audit log line (JSON-formatted, written to a temporary file as
-``nicguard serve`` writes it to stdout) and the response. ``--profile`` runs the loop under
+No sockets, TLS or HTTP parsing: what is left is routing (FastAPI/Starlette for the echo, the
+raw ASGI endpoint for nicguard), body reading, JSON decoding, judging, metrics, the audit log
+line (JSON-formatted, written to a temporary file as ``nicguard serve`` writes it to stdout)
+and the response. ``--profile`` runs the loop under
 pyinstrument (a one-off tool: ``pip install pyinstrument`` into the venv) and prints its report.
 
     python -m bench.inprocess [--requests N] [--profile] [--reviews drifted-runtime ...]
