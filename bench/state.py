@@ -24,7 +24,7 @@ from app.files.loader import load_objects
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
 NETWORKS: Final = 2_000
 RUNTIMES: Final = 8_000
-_NAMESPACES: Final = 40
+NAMESPACES: Final = 40
 _PER_FILE: Final = 1_000
 
 
@@ -54,20 +54,22 @@ def write_state(target: Path, *, networks: int = NETWORKS, runtimes: int = RUNTI
     for source in sorted((EXAMPLES / "cluster").glob("*.yaml")):
         shutil.copyfile(source, target / source.name)
     base = count_objects(target)
-    template = _load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
-    _write_chunks(target, "generated-networks", _networks(networks - base.networks))
-    _write_chunks(target, "generated-runtimes", _runtimes(template, runtimes - base.runtimes))
+    template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
+    _write_chunks(target, "generated-networks", generated_networks(networks - base.networks))
+    _write_chunks(
+        target, "generated-runtimes", generated_runtimes(template, runtimes - base.runtimes)
+    )
     return StateCounts(networks=networks, runtimes=runtimes)
 
 
-def _load_one(path: Path) -> JsonMap:
+def load_one(path: Path) -> JsonMap:
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(loaded, dict):
         raise TypeError(f"{path}: expected one object")
     return loaded
 
 
-def _networks(count: int) -> Iterator[dict[str, object]]:
+def generated_networks(count: int) -> Iterator[dict[str, object]]:
     for number in range(count):
         name = f"bench-net-{number:05d}"
         yield {
@@ -98,13 +100,13 @@ def _networks(count: int) -> Iterator[dict[str, object]]:
         }
 
 
-def _runtimes(template: JsonMap, count: int) -> Iterator[dict[str, object]]:
+def generated_runtimes(template: JsonMap, count: int) -> Iterator[dict[str, object]]:
     for number in range(count):
         runtime = copy.deepcopy(dict(template))
         runtime["kind"] = "TrainingRuntime"
         runtime["metadata"] = {
             "name": f"tcpxo-{number:05d}",
-            "namespace": f"team-{number % _NAMESPACES:02d}",
+            "namespace": f"team-{number % NAMESPACES:02d}",
             "resourceVersion": str(200_000 + number),
             "labels": {"trainer.kubeflow.org/framework": "torch"},
         }

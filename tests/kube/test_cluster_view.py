@@ -283,8 +283,8 @@ def test_from_api_client_lists_and_watches_through_the_generated_client() -> Non
         assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
         wait_for(lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable))
         assert [q for p, q in server.queries if p.endswith("/networks")][:3] == [
-            {"limit": "500"},
-            {"limit": "500", "continue": "p2"},
+            {"limit": "100"},
+            {"limit": "100", "continue": "p2"},
             {
                 "watch": "true",
                 "resourceVersion": "100",
