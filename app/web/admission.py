@@ -5,12 +5,10 @@ Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits fore
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-import types
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
 import orjson
 from fastapi import FastAPI
@@ -24,29 +22,19 @@ from app.domain.policy import Policy
 from app.domain.verdict import Verdict
 from app.domain.violations import Code, Violation
 from app.metrics import Metrics
+from app.web.body import (
+    BODY_TIMEOUT_SECONDS,
+    ClientGoneError,
+    HTTPProblemError,
+    json_body,
+)
 from app.web.response import review_response
 from app.web.review import Admission, MalformedReviewError, admission_from_body
 
-MAX_BODY_BYTES: Final = 3 * 1024 * 1024
-BODY_TIMEOUT_SECONDS: Final = 10.0
 PATH: Final = "/validate"
-_JSON: Final = "application/json"
 # json.dumps(..., separators=(",", ":")) builds this on every call; build it once.
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
-
-
-class HTTPProblemError(Exception):
-    """A request answered with an HTTP 4xx and a short JSON error."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-class _ClientGoneError(Exception):
-    """The client disconnected before its body arrived: there is no one to answer."""
 
 
 def create_admission_app(
@@ -94,7 +82,7 @@ class _Validate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         try:
-            admission = admission_from_body(await _json_body(scope, receive, self._body_timeout))
+            admission = admission_from_body(await json_body(scope, receive, self._body_timeout))
         except HTTPProblemError as problem:
             status, content = (
                 problem.status,
@@ -102,7 +90,7 @@ class _Validate:
             )
         except MalformedReviewError as error:
             status, content = 400, _problem(self._metrics, 400, str(error))
-        except _ClientGoneError:
+        except ClientGoneError:
             return
         else:
             status, content = 200, self._judged(admission, started)
@@ -147,16 +135,6 @@ def encode_json(value: object) -> bytes:
         return _ENCODER.encode(value).encode()
 
 
-def decode_json(body: bytes) -> object:
-    """orjson, or the json module for what orjson refuses and json accepted before (a lone
-    surrogate escape, NaN, integers beyond 64 bits, a BOM, UTF-16/32): the same answers as
-    before. Raises ValueError or RecursionError on what neither decodes."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
-
-
 def _judge(admission: Admission, view: ClusterView, policy: Policy) -> Verdict:
     try:
         return evaluate(admission.review, view, policy)
@@ -172,104 +150,6 @@ def _judge(admission: Admission, view: ClusterView, policy: Policy) -> Verdict:
                 ),
             )
         )
-
-
-async def _json_body(scope: Scope, receive: Receive, timeout: float) -> object:
-    content_type, length = _headers(scope)
-    if content_type.split(";", 1)[0].strip().lower() != _JSON:
-        raise HTTPProblemError(415, "content type must be application/json")
-    if length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise HTTPProblemError(413, "body exceeds 3 MiB")
-    try:
-        return decode_json(await _read_body(receive, timeout))
-    except (ValueError, RecursionError):
-        raise HTTPProblemError(400, "body is not valid JSON") from None
-
-
-def _headers(scope: Scope) -> tuple[str, str]:
-    """The first Content-Type and Content-Length (ASGI servers lower-case header names)."""
-    content_type: bytes | None = None
-    length: bytes | None = None
-    for key, value in scope["headers"]:
-        if key == b"content-type":
-            if content_type is None:
-                content_type = value
-        elif key == b"content-length" and length is None:
-            length = value
-    return (content_type or b"").decode("latin-1"), (length or b"").decode("latin-1")
-
-
-async def _read_body(receive: Receive, timeout: float) -> bytes:
-    """The body, at most 3 MiB, or a 408 when it does not arrive within ``timeout`` seconds.
-
-    Servers call the app once the body is buffered, as a rule, and then receive() returns
-    without waiting: no timer is needed, and asyncio.wait_for's Task and extra trips through
-    the event loop would cost about a sixth of the request's CPU (measured). From the first
-    receive() that has to wait, the rest of the read runs under asyncio.wait_for.
-    """
-    body = _Body()
-    while True:
-        call = receive().__await__()
-        try:
-            waiting_on = call.send(None)
-        except StopIteration as returned:
-            if body.complete_with(returned.value):
-                return body.joined()
-            continue
-        rest = _read_rest(_finish(call, waiting_on), receive, body)
-        try:
-            return await asyncio.wait_for(rest, timeout)
-        except TimeoutError:
-            raise HTTPProblemError(408, "body not received in time") from None
-
-
-async def _read_rest(pending: Awaitable[Message], receive: Receive, body: _Body) -> bytes:
-    message = await pending
-    while not body.complete_with(message):
-        message = await receive()
-    return body.joined()
-
-
-@types.coroutine
-def _finish(
-    call: Generator[Any, None, Message], waiting_on: object
-) -> Generator[Any, None, Message]:
-    """Await the rest of a receive() call begun by hand that suspended on ``waiting_on``: hand
-    that to the Task running us, then resume the call once it is done. If the Task is
-    cancelled meanwhile (the timeout), the call is closed so that it stops waiting too."""
-    try:
-        yield waiting_on
-    except BaseException:
-        call.close()
-        raise
-    return (yield from call)
-
-
-class _Body:
-    """The chunks of a request body received so far."""
-
-    __slots__ = ("chunks", "size")
-
-    def __init__(self) -> None:
-        self.chunks: list[bytes] = []
-        self.size = 0
-
-    def complete_with(self, message: Message) -> bool:
-        """Take one ASGI message; True once the body is complete."""
-        kind = message["type"]
-        if kind == "http.request":
-            chunk: bytes = message.get("body", b"")
-            self.size += len(chunk)
-            if self.size > MAX_BODY_BYTES:
-                raise HTTPProblemError(413, "body exceeds 3 MiB")
-            self.chunks.append(chunk)
-            return not message.get("more_body", False)
-        if kind == "http.disconnect":
-            raise _ClientGoneError
-        return False
-
-    def joined(self) -> bytes:
-        return b"".join(self.chunks)
 
 
 def _problem(metrics: Metrics, status: int, reason: str) -> bytes:
