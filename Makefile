@@ -44,14 +44,25 @@ demo: $(STAMP) k8s-bins
 
 # Benchmarks (BENCHMARKS.md): nicguard beside a bare FastAPI/uvicorn echo under wrk, RSS with 10,000
 # cached objects. Installs wrk from the distribution when missing; exits 1 when a target is missed.
-.PHONY: bench
-bench: $(STAMP)
+.PHONY: bench wrk
+bench: $(STAMP) wrk
+	$(BIN)/python -m bench.run
+
+wrk:
 	@command -v wrk >/dev/null 2>&1 || { \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
 	  echo "bench: installing wrk with apt-get"; \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk; }
-	$(BIN)/python -m bench.run
+
+# End to end on a real control plane (BENCHMARKS.md): create latency with no admission, an in-tree
+# ValidatingAdmissionPolicy, bare FastAPI and Go echo webhooks and nicguard; then nicguard's RSS
+# in Kubernetes mode with 10,000 cached objects. Exits 1 when a target is missed.
+.PHONY: bench-e2e
+bench-e2e: $(STAMP) k8s-bins wrk
+	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" && \
+	  status=0; $(BIN)/python -m bench.e2e || status=$$?; \
+	  $(BIN)/python -m bench.kube_rss || status=$$?; exit $$status
 
 test: lint unit e2e
 
