@@ -49,12 +49,30 @@ def wired(pairs: Iterable[Pair] = PAIRS, *, default: str | None = "eth0") -> dic
     return found
 
 
-def node_job(annotations: Mapping[str, object] | None = None) -> dict[str, object]:
+def node_job(
+    annotations: Mapping[str, object] | None = None, *, name: str = "node"
+) -> dict[str, object]:
     metadata = {} if annotations is None else {"annotations": dict(annotations)}
     return {
-        "name": "node",
+        "name": name,
         "template": {"spec": {"template": {"metadata": metadata, "spec": {"containers": []}}}},
     }
+
+
+def mpi_runtime(
+    name: str = "deepspeed-tcpxo",
+    *,
+    launcher: Mapping[str, object] | None = None,
+    node: Mapping[str, object] | None = None,
+    launcher_as_node: object = True,
+    labels: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """An MPI CTR (launcher job first, as in Trainer's deepspeed) with ``runLauncherAsNode``."""
+    found = runtime(name, jobs=[node_job(launcher, name="launcher"), node_job(node)], labels=labels)
+    spec = found["spec"]
+    assert isinstance(spec, dict)
+    spec["mlPolicy"] = {"numNodes": 2, "mpi": {"runLauncherAsNode": launcher_as_node}}
+    return found
 
 
 def runtime(

@@ -12,7 +12,7 @@ from typing import Final
 
 from app.domain.fields import JsonMap, as_list, as_map, map_at, value_at
 from app.domain.policy import RECIPE_BOUND_LABEL
-from app.domain.template import NODE_JOB
+from app.domain.template import runs_launcher_as_node, wired_jobs
 from app.domain.wiring import WIRING_KEYS
 
 _METADATA: Final = ("name", "namespace", "resourceVersion")
@@ -20,11 +20,11 @@ _SHARED_SPECS: Final = 1024
 
 
 def slim_runtime(runtime: JsonMap) -> JsonMap:
-    """The runtime with identity, the recipe-bound label and the node job's wiring annotations.
+    """The runtime with identity, the recipe-bound label and its wired jobs' wiring annotations.
 
-    The rules see the same thing as in the whole object (``node_template``, the label, names):
-    jobs before the node job stay as non-map placeholders so its position is unchanged, and
-    nothing after it is kept (only the first ``node`` job is read).
+    The rules see the same thing as in the whole object (``wired_templates``, the label, names):
+    other jobs before the last wired one stay as non-map placeholders so positions are unchanged,
+    nothing after it is kept, and the launcher-as-node flag is kept when it is set.
     """
     metadata = map_at(runtime, "metadata") or {}
     kept: dict[str, object] = {key: metadata[key] for key in _METADATA if key in metadata}
@@ -38,51 +38,65 @@ def slim_runtime(runtime: JsonMap) -> JsonMap:
     }
     slim["metadata"] = kept
     jobs = as_list(value_at(runtime, "spec", "template", "spec", "replicatedJobs"))
+    launcher = runs_launcher_as_node(runtime)
     if jobs is not None:
-        slim["spec"] = _spec(*_node_job(jobs))
+        slim["spec"] = _spec(
+            tuple(_wired_job(jobs, job) for job in wired_jobs(runtime)), launcher=launcher
+        )
+    elif launcher:
+        slim["spec"] = _LAUNCHER_AS_NODE
     return slim
 
 
 _Wiring = tuple[tuple[str, object], ...]
+_Job = tuple[str, int, _Wiring | None]
+"""(job name, position of its first entry or -1, its wiring or None without a pod template)."""
+
+_LAUNCHER_AS_NODE: Final = {"mlPolicy": {"mpi": {"runLauncherAsNode": True}}}
 
 
-def _node_job(jobs: Sequence[object]) -> tuple[int, _Wiring | None]:
-    """(position of the first node job or -1, its wiring or None when it has no pod template)."""
+def _wired_job(jobs: Sequence[object], name: str) -> _Job:
     for position, item in enumerate(jobs):
         job = as_map(item)
-        if job is None or job.get("name") != NODE_JOB:
+        if job is None or job.get("name") != name:
             continue
         pod_template = map_at(job, "template", "spec", "template")
         if pod_template is None:
-            return position, None
+            return name, position, None
         annotations = map_at(pod_template, "metadata", "annotations") or {}
-        return position, tuple((key, annotations[key]) for key in WIRING_KEYS if key in annotations)
-    return -1, None
+        wiring = tuple((key, annotations[key]) for key in WIRING_KEYS if key in annotations)
+        return name, position, wiring
+    return name, -1, None
 
 
-def _spec(position: int, wiring: _Wiring | None) -> JsonMap:
+def _spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
     # Runtimes stamped from one recipe share their spec: build it once (read-only, like all
     # cached objects). Only string values are shared: True == 1 == 1.0 as cache keys, and lists
     # are not hashable, so malformed annotations are built apart.
-    if wiring is None or all(type(value) is str for _, value in wiring):
-        return _shared_spec(position, wiring)
-    return _build_spec(position, wiring)
+    if all(wiring is None or all(type(v) is str for _, v in wiring) for _, _, wiring in jobs):
+        return _shared_spec(jobs, launcher=launcher)
+    return _build_spec(jobs, launcher=launcher)
 
 
 @lru_cache(maxsize=_SHARED_SPECS)
-def _shared_spec(position: int, wiring: _Wiring | None) -> JsonMap:
-    return _build_spec(position, wiring)
+def _shared_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
+    return _build_spec(jobs, launcher=launcher)
 
 
-def _build_spec(position: int, wiring: _Wiring | None) -> JsonMap:
-    jobs: list[object] = [None] * max(position, 0)
-    if position >= 0:
-        node: dict[str, object] = {"name": NODE_JOB}
+def _build_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
+    entries: list[object] = [None] * (max(position for _, position, _ in jobs) + 1)
+    for name, position, wiring in jobs:
+        if position < 0:
+            continue
+        job: dict[str, object] = {"name": name}
         if wiring is not None:
             pod = {"metadata": {"annotations": dict(wiring)}}
-            node["template"] = {"spec": {"template": pod}}
-        jobs.append(node)
-    return {"template": {"spec": {"replicatedJobs": jobs}}}
+            job["template"] = {"spec": {"template": pod}}
+        entries[position] = job
+    spec: dict[str, object] = {"template": {"spec": {"replicatedJobs": entries}}}
+    if launcher:
+        spec.update(_LAUNCHER_AS_NODE)
+    return spec
 
 
 def _shared(value: object) -> object:

@@ -15,7 +15,10 @@ from app.domain.fields import as_list, as_map, map_at
 from app.domain.violations import shown
 
 PLAIN_KEY: Final = "tcpxoInterfaces"
-RECIPE_KEYS: Final = (PLAIN_KEY, "recipe.yaml", "snapshot.yaml")
+# AICR writes a RecipeResult under recipe.yaml (`aicr validate`), snapshot.yaml (`aicr recipe -o
+# cm://`) or snapshot.json (the same with --format json); YAML decoding reads JSON too.
+RECIPE_KEYS: Final = (PLAIN_KEY, "recipe.yaml", "snapshot.yaml", "snapshot.json")
+RECIPE_RESULT_KIND: Final = "RecipeResult"
 TRAINER_COMPONENT: Final = "kubeflow-trainer"
 TCPXO_RUNTIME_MANIFEST: Final = (
     "components/kubeflow-trainer/manifests/torch-distributed-tcpxo-cluster-training-runtime.yaml"
@@ -92,6 +95,12 @@ def _recipe_result_mapping(document: object, key: str) -> tuple[InterfaceRef, ..
     result = as_map(document)
     if result is None:
         raise RecipeError(f"data key {key} does not hold a RecipeResult object")
+    kind = result.get("kind")
+    if kind != RECIPE_RESULT_KIND:
+        # e.g. the Snapshot `aicr snapshot` writes under the same key: reading it as "delivers
+        # nothing" would switch the recipe check off, so it is invalid instead.
+        found = f'kind "{shown(kind)}"' if isinstance(kind, str) else "no kind"
+        raise RecipeError(f"data key {key} is not a RecipeResult ({found})")
     refs = result.get("componentRefs")
     if refs is not None and as_list(refs) is None:
         raise RecipeError(f"{key}: componentRefs is not a list")

@@ -22,9 +22,12 @@ from app.domain.annotation import (
 from app.domain.violations import Code, Violation, shown
 from app.domain.wiring import Wiring
 
-SECONDARY_NAME: Final = re.compile(r"eth[1-9][0-9]*")
-RESERVED_NETWORKS: Final = frozenset({"default", "pod-network"})
-_PRIMARY_ENTRY: Final = InterfaceRef(interface_name=PRIMARY_INTERFACE, network=PRIMARY_NETWORK)
+# GKE's two names of the pod network: "pod-network" is the older one (gke-networking-api
+# IsDefaultNetwork). Either may back eth0; neither may back a secondary interface.
+RESERVED_NETWORKS: Final = frozenset({PRIMARY_NETWORK, "pod-network"})
+# Linux dev_valid_name(): shorter than IFNAMSIZ (16) bytes, not "." or "..", no "/", ":" or space.
+_INTERFACE_NAME_MAX_BYTES: Final = 15
+_INTERFACE_NAME_FORBIDDEN: Final = re.compile(r"[/:\s]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,7 @@ def check_structure(wiring: Wiring) -> Structure:
             f"{INTERFACES_ANNOTATION} {error}",
         )
     primary = entries[0]
-    if primary != _PRIMARY_ENTRY:
+    if primary.interface_name != PRIMARY_INTERFACE or primary.network not in RESERVED_NETWORKS:
         return _stop(
             violations,
             Code.PRIMARY_INTERFACE_INVALID,
@@ -99,14 +102,24 @@ def _default_interface(wiring: Wiring) -> Iterator[Violation]:
     )
 
 
+def valid_interface_name(name: str) -> bool:
+    """Whether Linux accepts ``name`` for a network interface (GKE RDMA names such as gpu0rdma0)."""
+    return (
+        0 < len(name.encode("utf-8", "surrogatepass")) <= _INTERFACE_NAME_MAX_BYTES
+        and name not in (".", "..")
+        and _INTERFACE_NAME_FORBIDDEN.search(name) is None
+    )
+
+
 def _entry_rules(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[Violation]:
     for position, entry in enumerate(entries[1:], start=1):
-        if not SECONDARY_NAME.fullmatch(entry.interface_name):
+        if not valid_interface_name(entry.interface_name):
             yield Violation(
                 code=Code.INTERFACE_NAME_INVALID,
                 field=wiring.entry_path(position, "interfaceName"),
-                message=f'entry {position} names interface "{shown(entry.interface_name)}"; '
-                "secondary interfaces must be named eth1, eth2, ... (^eth[1-9][0-9]*$)",
+                message=f'entry {position} names interface "{shown(entry.interface_name)}", '
+                "which is not a valid Linux interface name (1-15 bytes, no whitespace, "
+                '"/" or ":", not "." or "..")',
             )
         if entry.network in RESERVED_NETWORKS:
             yield Violation(

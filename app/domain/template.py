@@ -1,6 +1,7 @@
-"""The worker ("node") pod template of a runtime, where the GKE wiring annotations live.
+"""The wired pod templates of a runtime, where the GKE wiring annotations live.
 
-SPEC section 2: ``spec.template.spec.replicatedJobs[name == "node"].template.spec.template``.
+The ``node`` job's pod template always; the ``launcher`` job's too when an MPI runtime runs its
+launcher as a node (``spec.mlPolicy.mpi.runLauncherAsNode``), since it then hosts training ranks.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ from typing import Final
 from app.domain.fields import FieldPath, as_list, as_map, map_at, value_at
 
 NODE_JOB: Final = "node"
+LAUNCHER_JOB: Final = "launcher"
 _REPLICATED_JOBS = FieldPath("spec.template.spec.replicatedJobs")
 
 
 @dataclass(frozen=True, slots=True)
-class NodeTemplate:
-    """The node job's PodTemplateSpec: its annotations and where it sits in the object."""
+class PodTemplate:
+    """A wired job's PodTemplateSpec: its annotations and where it sits in the object."""
 
     annotations: Mapping[str, object]
     path: FieldPath
+    job: str = NODE_JOB
 
     @property
     def annotations_path(self) -> FieldPath:
@@ -31,32 +34,55 @@ class NodeTemplate:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeTemplateMissing:
-    """The runtime has no node job, or the node job has no pod template."""
+class PodTemplateMissing:
+    """The runtime has no such job, or the job has no pod template."""
 
     reason: str
     path: FieldPath
+    job: str = NODE_JOB
 
 
-def node_template(runtime: object) -> NodeTemplate | NodeTemplateMissing:
-    """Find the first map entry named ``node`` in replicatedJobs (non-map entries are skipped)."""
+def runs_launcher_as_node(runtime: object) -> bool:
+    """Trainer's MPI flag: the launcher pod runs a training rank too (deepspeed, mlx runtimes)."""
+    return value_at(runtime, "spec", "mlPolicy", "mpi", "runLauncherAsNode") is True
+
+
+def wired_jobs(runtime: object) -> tuple[str, ...]:
+    """The replicatedJobs whose pods need the wiring: node, and launcher when it runs ranks."""
+    return (NODE_JOB, LAUNCHER_JOB) if runs_launcher_as_node(runtime) else (NODE_JOB,)
+
+
+def wired_templates(runtime: object) -> tuple[PodTemplate | PodTemplateMissing, ...]:
+    """The pod template (or why it is missing) of every wired job, node first."""
+    return tuple(job_template(runtime, job) for job in wired_jobs(runtime))
+
+
+def node_template(runtime: object) -> PodTemplate | PodTemplateMissing:
+    return job_template(runtime, NODE_JOB)
+
+
+def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMissing:
+    """The first map entry named ``job_name`` in replicatedJobs (non-map entries are skipped)."""
     jobs = as_list(value_at(runtime, "spec", "template", "spec", "replicatedJobs"))
     for position, item in enumerate(jobs or ()):
         job = as_map(item)
-        if job is None or job.get("name") != NODE_JOB:
+        if job is None or job.get("name") != job_name:
             continue
         job_path = _REPLICATED_JOBS.index(position)
         pod_template = map_at(job, "template", "spec", "template")
         if pod_template is None:
-            return NodeTemplateMissing(
-                reason='the "node" replicatedJob has no template.spec.template',
+            return PodTemplateMissing(
+                reason=f'the "{job_name}" replicatedJob has no template.spec.template',
                 path=job_path,
+                job=job_name,
             )
-        return NodeTemplate(
+        return PodTemplate(
             annotations=map_at(pod_template, "metadata", "annotations") or {},
             path=job_path.child("template").child("spec").child("template"),
+            job=job_name,
         )
-    return NodeTemplateMissing(
-        reason='spec.template.spec.replicatedJobs declares no "node" job',
+    return PodTemplateMissing(
+        reason=f'spec.template.spec.replicatedJobs declares no "{job_name}" job',
         path=_REPLICATED_JOBS,
+        job=job_name,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from app.domain.violations import Code, Violation
@@ -41,12 +41,21 @@ class VerdictBuilder:
     waived: list[Violation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     recipe: str = NO_RECIPE
+    prefix: str = ""
+    """Put before every message and warning, e.g. to name the job a finding is about."""
+
+    def scoped(self, prefix: str) -> VerdictBuilder:
+        """A builder that adds to the same findings, with ``prefix`` before each message."""
+        return VerdictBuilder(
+            self.violations, self.waived, self.warnings, self.recipe, self.prefix + prefix
+        )
 
     def deny(self, violation: Violation) -> None:
-        self.violations.append(violation)
+        self.violations.append(self._prefixed(violation))
 
     def waive(self, violation: Violation) -> None:
         """Record a violation that policy downgrades to a warning."""
+        violation = self._prefixed(violation)
         self.waived.append(violation)
         self.warnings.append(violation.render())
 
@@ -57,7 +66,12 @@ class VerdictBuilder:
             self.waive(violation)
 
     def note(self, warning: str) -> None:
-        self.warnings.append(warning)
+        self.warnings.append(self.prefix + warning)
+
+    def _prefixed(self, violation: Violation) -> Violation:
+        if not self.prefix:
+            return violation
+        return replace(violation, message=self.prefix + violation.message)
 
     def build(self) -> Verdict:
         return Verdict(

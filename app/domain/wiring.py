@@ -8,7 +8,7 @@ from typing import Final
 
 from app.domain.annotation import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
 from app.domain.fields import FieldPath
-from app.domain.template import NodeTemplate
+from app.domain.template import PodTemplate
 
 WIRING_KEYS: Final = (INTERFACES_ANNOTATION, DEFAULT_INTERFACE_ANNOTATION)
 
@@ -79,7 +79,7 @@ def wiring_of(
     )
 
 
-def template_annotations(template: NodeTemplate) -> dict[str, AnnotationValue]:
+def template_annotations(template: PodTemplate) -> dict[str, AnnotationValue]:
     """The node template's wiring annotations, each located in the runtime object.
 
     Only the two keys a Wiring reads: pod templates carry many other annotations, and locating
@@ -93,5 +93,5 @@ def template_annotations(template: NodeTemplate) -> dict[str, AnnotationValue]:
     }
 
 
-def template_wiring(template: NodeTemplate) -> Wiring:
+def template_wiring(template: PodTemplate) -> Wiring:
     return wiring_of(template_annotations(template), template.annotations_path)

@@ -161,7 +161,7 @@ def test_a_divergence_names_position_both_pairs_order_and_recipe() -> None:
 @pytest.mark.parametrize(
     "recipe",
     [
-        pytest.param({"snapshot.yaml": "{}"}, id="no-component-refs"),
+        pytest.param({"snapshot.yaml": "kind: RecipeResult"}, id="no-component-refs"),
         pytest.param(
             {"recipe.yaml": json.dumps(recipe_result(manifests=()))}, id="manifest-not-shipped"
         ),

@@ -7,7 +7,7 @@ import pytest
 from app.domain.cached_runtime import slim_runtime
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.template import NodeTemplate, node_template
+from app.domain.template import PodTemplate, node_template
 from app.domain.wiring import template_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -167,8 +167,8 @@ def test_runtimes_stamped_from_one_template_share_their_spec_and_namespace() -> 
 )
 def test_the_node_template_reads_the_same_from_the_slim_copy(obj: JsonMap) -> None:
     full, slim = node_template(obj), node_template(slim_runtime(obj))
-    if isinstance(full, NodeTemplate):
-        assert isinstance(slim, NodeTemplate)
+    if isinstance(full, PodTemplate):
+        assert isinstance(slim, PodTemplate)
         assert slim.path == full.path
         assert template_wiring(slim) == template_wiring(full)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.overlay import trainjob_wiring
-from app.domain.template import NodeTemplate, node_template
+from app.domain.template import PodTemplate, node_template
 from app.domain.wiring import Wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -23,9 +23,9 @@ PATCH_PATH = (
 OVERRIDE_PATH = "spec.podTemplateOverrides[{i}].metadata.annotations[networking.gke.io/interfaces]"
 
 
-def _template(annotations: dict[str, object] | None) -> NodeTemplate:
+def _template(annotations: dict[str, object] | None) -> PodTemplate:
     found = node_template(runtime(annotations=annotations))
-    assert isinstance(found, NodeTemplate)
+    assert isinstance(found, PodTemplate)
     return found
 
 
@@ -104,21 +104,22 @@ def test_a_runtime_patch_for_another_replicated_job_is_ignored() -> None:
 
 
 @pytest.mark.parametrize(
-    "job",
+    ("job", "interfaces"),
     [
-        pytest.param(trainjob(patches=[{INTERFACES: None}]), id="runtime-patch-null"),
-        pytest.param(trainjob(overrides=[override({INTERFACES: None})]), id="override-null"),
+        pytest.param(trainjob(patches=[{INTERFACES: None}]), "rt", id="runtime-patch-null"),
+        pytest.param(trainjob(overrides=[override({INTERFACES: None})]), "rt", id="override-null"),
         pytest.param(
             trainjob(patches=[{INTERFACES: "p"}], overrides=[override({INTERFACES: None})]),
+            "p",
             id="null-after-a-patch",
         ),
     ],
 )
-def test_a_key_patched_to_null_is_removed(job: dict[str, object]) -> None:
+def test_a_key_patched_to_null_changes_nothing(job: dict[str, object], interfaces: str) -> None:
+    # The apiserver prunes nulls before admission: the value before the null survives.
     wiring = trainjob_wiring(job, _template({INTERFACES: "rt", DEFAULT_INTERFACE: "eth0"}))
-    assert not wiring.wired
-    assert _values(wiring) == (None, "eth0")
-    assert wiring.interfaces_path() == "spec.runtimeRef"
+    assert wiring.wired
+    assert _values(wiring) == (interfaces, "eth0")
 
 
 def test_patches_can_wire_a_trainjob_whose_runtime_has_no_node_template() -> None:

@@ -40,6 +40,7 @@ def _yaml(document: object) -> str:
         ),
         pytest.param({"recipe.yaml": _yaml(recipe_result())}, MAPPING, id="recipe-yaml"),
         pytest.param({"snapshot.yaml": _yaml(recipe_result())}, MAPPING, id="snapshot-yaml"),
+        pytest.param({"snapshot.json": json.dumps(recipe_result())}, MAPPING, id="snapshot-json"),
         pytest.param(
             {"recipe.yaml": _yaml(recipe_result(configuration=PAIRS))},
             MAPPING,
@@ -192,7 +193,28 @@ NAME_41 = "a-gpu-nic-" + "x" * 31
             {"recipe.yaml": "- a\n"}, "does not hold a RecipeResult object", id="result-list"
         ),
         pytest.param(
-            {"recipe.yaml": "componentRefs: {name: kubeflow-trainer}\n"},
+            {"snapshot.yaml": "kind: Snapshot\napiVersion: aicr.run/v1alpha1\nmeasurements: []\n"},
+            'data key snapshot.yaml is not a RecipeResult (kind "Snapshot")',
+            id="aicr-snapshot",
+        ),
+        pytest.param(
+            {"recipe.yaml": _yaml({"componentRefs": recipe_result()["componentRefs"]})},
+            "data key recipe.yaml is not a RecipeResult (no kind)",
+            id="no-kind",
+        ),
+        pytest.param(
+            {"snapshot.json": '{"kind": "RecipeResults"}'},
+            'data key snapshot.json is not a RecipeResult (kind "RecipeResults")',
+            id="json-wrong-kind",
+        ),
+        pytest.param(
+            {"snapshot.json": _yaml(recipe_result()), "snapshot.yaml": _yaml(recipe_result())},
+            "exactly one of tcpxoInterfaces, recipe.yaml, snapshot.yaml, snapshot.json "
+            "(found: snapshot.yaml, snapshot.json)",
+            id="two-result-keys",
+        ),
+        pytest.param(
+            {"recipe.yaml": "kind: RecipeResult\ncomponentRefs: {name: kubeflow-trainer}\n"},
             "componentRefs is not a list",
             id="refs-not-a-list",
         ),
@@ -235,13 +257,14 @@ def test_an_invalid_recipe_carries_the_reason_and_no_mapping(
 def test_an_override_given_as_a_string_does_not_normalize() -> None:
     text = _yaml(
         {
+            "kind": "RecipeResult",
             "componentRefs": [
                 {
                     "name": "kubeflow-trainer",
                     "manifestFiles": [TCPXO_MANIFEST],
                     "overrides": {"tcpxoInterfaces": "eth1=gpu-nic-0"},
                 }
-            ]
+            ],
         }
     )
     problem = _read({"recipe.yaml": text}).problem

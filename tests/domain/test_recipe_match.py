@@ -6,7 +6,7 @@ import pytest
 
 from app.domain.annotation import InterfaceRef
 from app.domain.recipe_match import compare_with_recipe
-from app.domain.template import NodeTemplate, node_template
+from app.domain.template import PodTemplate, node_template
 from app.domain.violations import Code
 from app.domain.wiring import Wiring, template_wiring
 from tests.builders import INTERFACES_PATH, PAIRS, Pair, runtime, wired
@@ -16,7 +16,7 @@ RECORDED = tuple(InterfaceRef(name, net) for name, net in PAIRS)
 
 def _wiring() -> Wiring:
     template = node_template(runtime(annotations=wired()))
-    assert isinstance(template, NodeTemplate)
+    assert isinstance(template, PodTemplate)
     return template_wiring(template)
 
 

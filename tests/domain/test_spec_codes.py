@@ -53,7 +53,7 @@ CASES = {
         runtime("plain", annotations=wired(default=None)), snapshot(), ("DefaultInterfaceInvalid",)
     ),
     Code.INTERFACE_NAME_INVALID: Case(
-        runtime("plain", annotations=wired([("eth01", "gpu-nic-0")])),
+        runtime("plain", annotations=wired([("eth3:1", "gpu-nic-0")])),
         snapshot(),
         ("InterfaceNameInvalid",),
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.fields import FieldPath
-from app.domain.template import NodeTemplate, NodeTemplateMissing, node_template
+from app.domain.template import PodTemplate, PodTemplateMissing, node_template
 from tests.builders import INTERFACES, node_job, runtime
 
 
@@ -57,7 +57,7 @@ def test_the_first_map_entry_named_node_supplies_the_pod_template(
     jobs: list[object], annotations: dict[str, object], path: str
 ) -> None:
     found = node_template(runtime(jobs=jobs))
-    assert found == NodeTemplate(annotations=annotations, path=FieldPath(path))
+    assert found == PodTemplate(annotations=annotations, path=FieldPath(path))
 
 
 @pytest.mark.parametrize(
@@ -102,14 +102,14 @@ def test_a_runtime_without_a_node_pod_template_says_why_and_where(
     obj: object, reason: str, path: str
 ) -> None:
     found = node_template(obj)
-    assert isinstance(found, NodeTemplateMissing)
+    assert isinstance(found, PodTemplateMissing)
     assert reason in found.reason
     assert str(found.path) == path
 
 
 def test_annotation_paths_are_keyed_under_the_pod_template_metadata() -> None:
     found = node_template(runtime(annotations={}))
-    assert isinstance(found, NodeTemplate)
+    assert isinstance(found, PodTemplate)
     assert str(found.annotation_path(INTERFACES)) == (
         "spec.template.spec.replicatedJobs[0].template.spec.template"
         f".metadata.annotations[{INTERFACES}]"

@@ -104,7 +104,7 @@ def test_hand_typed_wiring_reports_every_violation(stack: Stack, namespace: str)
     )
     for code in ("InterfaceNameInvalid", "NetworkReserved", "InterfaceDuplicated"):
         assert f"\n[{code}] " in message
-    assert "[NetworkDuplicated] network gpu-nic-2 is mapped to both ens3 and eth4" in message
+    assert "[NetworkDuplicated] network gpu-nic-2 is mapped to both eth3:0 and eth4" in message
 
 
 def test_unwired_runtime_is_allowed_untouched(stack: Stack) -> None:

@@ -35,6 +35,7 @@ from tests.builders import (
     TCPXO_MANIFEST,
     TCPXO_RUNTIME,
     bound,
+    mpi_runtime,
     override,
     runtime,
     trainjob,
@@ -56,6 +57,10 @@ INTERESTING_KEYS: Final = (
     "template",
     "replicatedJobs",
     "node",
+    "launcher",
+    "mlPolicy",
+    "mpi",
+    "runLauncherAsNode",
     "runtimeRef",
     "apiGroup",
     "runtimePatches",
@@ -306,6 +311,8 @@ BASE_RUNTIMES: Final[tuple[dict[str, object], ...]] = (
     runtime(TCPXO_RUNTIME, kind=Kind.TRAINING_RUNTIME, annotations=wired(reversed(PAIRS))),
     bound(annotations=wired(PAIRS, default=None)),
     runtime(jobs=[{"name": "launcher"}, "not-a-map", {"name": "node"}]),
+    mpi_runtime(TCPXO_RUNTIME, launcher=wired(reversed(PAIRS)), node=wired()),
+    mpi_runtime("custom", launcher=None, node=wired(), labels={RECIPE_BOUND: "true"}),
 )
 BASE_TRAINJOBS: Final[tuple[dict[str, object], ...]] = (
     trainjob(),
@@ -313,6 +320,8 @@ BASE_TRAINJOBS: Final[tuple[dict[str, object], ...]] = (
     trainjob(overrides=[override(_PATCHED), override(wired(), "launcher", "node")]),
     trainjob("custom", patches=[wired(PAIRS[1:])], overrides=[override({DEFAULT_INTERFACE: "x"})]),
     trainjob(ref={"name": TCPXO_RUNTIME, "kind": "TrainingRuntime"}, patches=[_PATCHED]),
+    trainjob(overrides=[override(_PATCHED, "launcher")]),
+    trainjob("custom", overrides=[override(wired(), "launcher")]),
 )
 
 

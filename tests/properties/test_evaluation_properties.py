@@ -15,7 +15,7 @@ from app.domain.fields import JsonMap
 from app.domain.kinds import Kind, runtime_ref_of
 from app.domain.overlay import trainjob_wiring
 from app.domain.policy import NotReady, OnUnverifiable, Policy
-from app.domain.template import NodeTemplate, node_template
+from app.domain.template import PodTemplate, node_template
 from app.domain.verdict import Verdict
 from app.domain.violations import Code
 from app.domain.wiring import template_wiring
@@ -148,7 +148,7 @@ def effective_wiring(kind: Kind, obj: JsonMap, view: ClusterSnapshot, namespace:
     if kind is not Kind.TRAIN_JOB:
         template = node_template(obj)
         return (
-            template_wiring(template).fingerprint() if isinstance(template, NodeTemplate) else None
+            template_wiring(template).fingerprint() if isinstance(template, PodTemplate) else None
         )
     ref = runtime_ref_of(obj)
     runtime_kind = None if ref is None else ref.runtime_kind()
@@ -156,7 +156,7 @@ def effective_wiring(kind: Kind, obj: JsonMap, view: ClusterSnapshot, namespace:
     if ref is not None and runtime_kind is not None:
         runtime = view.runtime(runtime_kind, namespace, ref.name)
     located = node_template(runtime) if isinstance(runtime, dict) else None
-    found = trainjob_wiring(obj, located if isinstance(located, NodeTemplate) else None)
+    found = trainjob_wiring(obj, located if isinstance(located, PodTemplate) else None)
     return (ref, found.fingerprint())
 
 

@@ -1,7 +1,7 @@
 """``trainjob_wiring`` and TrainJob verdicts: any shape at the patch paths, never an exception.
 
 A model of SPEC section 2's overlay (runtime annotations, then ``runtimePatches`` and
-``podTemplateOverrides`` in list order; later entries win; ``null`` removes a key) must agree
+``podTemplateOverrides`` in list order; later entries win; ``null`` changes nothing) must agree
 with the implementation on the effective values and on the field each value comes from.
 """
 
@@ -16,7 +16,7 @@ from app.domain.evaluation import Operation, evaluate
 from app.domain.fields import JsonMap
 from app.domain.overlay import trainjob_wiring
 from app.domain.policy import Policy
-from app.domain.template import NodeTemplate, node_template
+from app.domain.template import PodTemplate, node_template
 from app.domain.wiring import Wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, runtime, trainjob
 from tests.properties.strategies import (
@@ -46,9 +46,9 @@ def assert_wiring_well_formed(wiring: Wiring) -> None:
         assert isinstance(wiring.entry_path(3, "network"), str)
 
 
-def _template(obj: object) -> NodeTemplate | None:
+def _template(obj: object) -> PodTemplate | None:
     found = node_template(obj)
-    return found if isinstance(found, NodeTemplate) else None
+    return found if isinstance(found, PodTemplate) else None
 
 
 # Arbitrary nested shapes exactly where the overlay looks.
@@ -223,9 +223,7 @@ def model(
             )
     for path, patched in steps:
         for key, value in patched.items():
-            if value is None:
-                effective.pop(key, None)
-            else:
+            if value is not None:
                 effective[key] = (value, f"{path}[{key}]")
     return effective
 
@@ -238,7 +236,7 @@ def test_the_overlay_matches_the_model(
     template = None
     if inherited is not None:
         located = node_template(runtime(annotations=inherited))
-        assert isinstance(located, NodeTemplate)
+        assert isinstance(located, PodTemplate)
         template = located
     job = trainjob()
     spec = job["spec"]

@@ -115,7 +115,7 @@ def test_update_changing_wiring_gets_the_full_verdict(client: TestClient) -> Non
 def test_long_denials_are_cut_to_one_kibibyte_with_a_count(client: TestClient) -> None:
     review = sample_review("drifted-runtime")
     entries = [{"interfaceName": "eth0", "network": "default"}] + [
-        {"interfaceName": f"nic{i}", "network": f"missing-network-{i}"} for i in range(60)
+        {"interfaceName": f"nic:{i}", "network": f"missing-network-{i}"} for i in range(60)
     ]
     template = review["request"]["object"]["spec"]["template"]["spec"]["replicatedJobs"][0]
     annotations = template["template"]["spec"]["template"]["metadata"]["annotations"]
