@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from app.domain.fields import JsonMap, str_at
 from app.domain.inventory import snapshot_of, trainer_kind, with_runtimes
 from app.domain.kinds import Kind
 from app.domain.verdict import Verdict
+from app.domain.violations import shown
 from app.files.loader import SourcedObject, iter_objects, load_objects
 from app.settings import Settings
 
@@ -43,16 +44,41 @@ class CheckResult:
         }
 
 
-def check_files(state: Path, files: Sequence[Path], settings: Settings) -> list[CheckResult]:
-    """Evaluate every CTR/TR/TrainJob in ``files``; raises StateFileError on unusable input."""
+def check_files(
+    state: Path,
+    files: Sequence[Path],
+    settings: Settings,
+    *,
+    note: Callable[[str], None] = lambda _: None,
+) -> list[CheckResult]:
+    """Evaluate every CTR/TR/TrainJob in ``files``; raises StateFileError on unusable input.
+
+    ``note`` hears of every object in ``files`` that is not judged, so none is passed over
+    unsaid (a list of a kind nicguard does not know, say).
+    """
     snapshot = snapshot_of(
         (o.obj for o in iter_objects([state])),
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )
-    subjects = [(o, kind) for o in load_objects(list(files)) if (kind := trainer_kind(o.obj))]
+    subjects = []
+    for sourced in load_objects(list(files)):
+        kind = trainer_kind(sourced.obj)
+        if kind is None:
+            note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
+        else:
+            subjects.append((sourced, kind))
     view = with_runtimes(snapshot, dict(_runtime_entries(subjects)))
     return [_judge(o.obj, kind, view, settings) for o, kind in subjects]
+
+
+_JUDGED = "ClusterTrainingRuntime, TrainingRuntime or TrainJob"
+
+
+def _described(obj: JsonMap) -> str:
+    """``trainer.kubeflow.org/v1alpha1 ClusterTrainingRuntimeList x``, as far as it is known."""
+    parts = (str_at(obj, "apiVersion"), str_at(obj, "kind"), str_at(obj, "metadata", "name"))
+    return " ".join(shown(part) for part in parts if part)
 
 
 def _namespace(obj: JsonMap, kind: Kind) -> str:
@@ -101,7 +127,7 @@ def render_text(results: list[CheckResult]) -> str:
         lines.extend(f"  warning: {warning}" for warning in result.verdict.warnings)
         blocks.append("\n".join(lines))
     if not results:
-        return "no ClusterTrainingRuntime, TrainingRuntime or TrainJob found"
+        return f"no {_JUDGED} found"
     denied = sum(not r.verdict.allowed for r in results)
     summary = f"{len(results)} checked, {len(results) - denied} allowed, {denied} denied"
     return "\n\n".join([*blocks, summary])

@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _note(message: str) -> None:
+    print(f"nicguard: {message}", file=sys.stderr)  # noqa: T201
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -43,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.wiring import serve
 
             return serve(args, settings, os.environ)
-        results = check_files(args.state, args.files, settings)
+        results = check_files(args.state, args.files, settings, note=_note)
     except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:
         print(f"nicguard: {error}", file=sys.stderr)  # noqa: T201
         return EXIT_INPUT

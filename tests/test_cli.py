@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = "examples/cluster"
@@ -195,3 +196,55 @@ def test_unusable_files_exit_two_naming_the_file(tmp_path: Path, content: str) -
 def test_usage_errors_exit_two() -> None:
     assert nicguard("check", "examples/objects").returncode == 2
     assert nicguard("frobnicate").returncode == 2
+
+
+def _as_raw_list(source: str, kind: str) -> dict[str, object]:
+    """The objects of an example file as the raw API lists them: a typed list, bare items."""
+    objects = [o for o in yaml.safe_load_all((ROOT / source).read_text()) if o]
+    items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in objects]
+    api = objects[0]["apiVersion"]
+    return {"apiVersion": api, "kind": kind, "metadata": {"resourceVersion": "9"}, "items": items}
+
+
+def test_a_drifted_runtime_inside_a_typed_list_is_judged(tmp_path: Path) -> None:
+    listed = tmp_path / "ctrs.json"
+    raw = _as_raw_list("examples/objects/drifted-runtime.yaml", "ClusterTrainingRuntimeList")
+    listed.write_text(json.dumps(raw))
+    run = nicguard("check", "--state", STATE, str(listed))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.startswith("DENIED  ClusterTrainingRuntime torch-distributed-tcpxo")
+    assert "[MappingDivergesFromRecipe] at position eth3" in run.stdout
+
+
+@pytest.mark.parametrize("networks", [True, False])
+def test_a_state_holding_typed_lists_describes_the_cluster(tmp_path: Path, networks: bool) -> None:
+    listed = _as_raw_list("examples/cluster/networks.yaml", "NetworkList")
+    if not networks:
+        listed["items"] = []
+    (tmp_path / "networks.json").write_text(json.dumps(listed))
+    runtimes = _as_raw_list(f"{STATE}/torch-distributed-tcpxo.yaml", "ClusterTrainingRuntimeList")
+    (tmp_path / "runtimes.json").write_text(json.dumps(runtimes))
+    (tmp_path / "recipe.yaml").write_text((ROOT / STATE / "recipe-configmap.yaml").read_text())
+    run = nicguard("check", "--state", str(tmp_path), "examples/objects/good-trainjob.yaml")
+    if networks:
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "warning" not in run.stdout
+    else:
+        assert run.returncode == 1
+        assert "[NetworkNotFound] no Network object exists for eth1->gpu-nic-0" in run.stdout
+
+
+def test_objects_in_files_that_are_not_judged_are_named_on_stderr(tmp_path: Path) -> None:
+    listed = tmp_path / "list.json"
+    bucket = {"apiVersion": "trainer.kubeflow.org/v1beta9", "kind": "BucketList", "items": [{}]}
+    network = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
+    listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [bucket, network]}))
+    run = nicguard("check", "--state", STATE, str(listed))
+    assert run.returncode == 0
+    assert run.stdout.strip() == "no ClusterTrainingRuntime, TrainingRuntime or TrainJob found"
+    assert run.stderr.splitlines() == [
+        f"nicguard: {listed}: document 1, items[0].items[0]: trainer.kubeflow.org/v1beta9 Bucket "
+        "is not a ClusterTrainingRuntime, TrainingRuntime or TrainJob; not checked",
+        f"nicguard: {listed}: document 1, items[1]: networking.gke.io/v1 Network n "
+        "is not a ClusterTrainingRuntime, TrainingRuntime or TrainJob; not checked",
+    ]

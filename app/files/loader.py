@@ -1,6 +1,7 @@
 """Reading Kubernetes objects from a file or a directory tree of YAML/JSON files.
 
-Multi-document files and ``kind: List`` items are expanded; errors name the file and document.
+Multi-document files, ``kind: List`` and typed lists (``NetworkList``, as the raw API writes
+them) are expanded, nested or not; errors name the file, the document and the list item.
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ class StateFileError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SourcedObject:
-    """An object and where it came from (``file`` and 1-based document number)."""
+    """An object and where it came from: ``file``, 1-based document number, list item path."""
 
     obj: JsonMap
     file: Path
     document: int
+    item: str = ""
+    """``items[3]`` (or ``items[0].items[2]``) for an object inside a list, else empty."""
+
+    @property
+    def where(self) -> str:
+        """``path: document 2`` or ``path: document 2, items[3]``."""
+        return f"{self.file}: document {self.document}" + (f", {self.item}" if self.item else "")
 
 
 def load_objects(paths: list[Path]) -> list[SourcedObject]:
@@ -61,15 +69,38 @@ def _objects_in(file: Path) -> Iterator[SourcedObject]:
     except DocumentError as error:
         raise StateFileError(f"{file}: invalid YAML/JSON: {error}") from None
     for number, document in enumerate(documents, start=1):
-        for obj in _expand(document):
+        for item, obj in _expand(document, ""):
             mapping = as_map(obj)
-            if mapping is None or "kind" not in mapping:
-                raise StateFileError(f"{file}: document {number} is not a Kubernetes object")
-            yield SourcedObject(obj=mapping, file=file, document=number)
+            if mapping is None or not isinstance(mapping.get("kind"), str):
+                where = f"document {number}" + (f", {item}" if item else "")
+                raise StateFileError(f"{file}: {where} is not a Kubernetes object")
+            yield SourcedObject(obj=mapping, file=file, document=number, item=item)
 
 
-def _expand(document: object) -> list[object]:
+def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
+    """Every object in a document, each with its item path; lists are read however nested."""
     mapping = as_map(document)
-    if mapping is not None and mapping.get("kind") == "List":
-        return list(as_list(mapping.get("items")) or ())
-    return [document]
+    kind = None if mapping is None else mapping.get("kind")
+    if mapping is None or not isinstance(kind, str) or not _is_list(mapping, kind):
+        yield item, document
+        return
+    items = mapping.get("items")
+    entries = () if items is None else as_list(items)
+    if entries is None:
+        yield item, None  # reported as "not a Kubernetes object" at the list itself
+        return
+    # The raw API leaves apiVersion and kind off the items of a typed list (a ConfigMapList's
+    # ConfigMaps): they are the list's, without "List".
+    inherited = (
+        {} if kind == "List" else {"apiVersion": mapping.get("apiVersion"), "kind": kind[:-4]}
+    )
+    for position, entry in enumerate(entries):
+        path = f"{item}.items[{position}]" if item else f"items[{position}]"
+        found = as_map(entry)
+        if found is not None and inherited and not all(key in found for key in inherited):
+            found = {**inherited, **found}
+        yield from _expand(entry if found is None else found, path)
+
+
+def _is_list(mapping: JsonMap, kind: str) -> bool:
+    return kind == "List" or (kind.endswith("List") and len(kind) > 4 and "items" in mapping)

@@ -1,0 +1,140 @@
+"""Reading objects from files: documents, ``kind: List`` and typed lists however nested."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.domain.fields import str_at
+from app.files.loader import StateFileError, load_objects
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+NET = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
+
+
+def _found(tmp_path: Path, *documents: object) -> list[tuple[str, str, str, str]]:
+    path = tmp_path / "state.yaml"
+    path.write_text("\n---\n".join(json.dumps(d) for d in documents))
+    return [
+        (
+            str_at(o.obj, "apiVersion") or "",
+            str_at(o.obj, "kind") or "",
+            str_at(o.obj, "metadata", "name") or "",
+            o.where,
+        )
+        for o in load_objects([path])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("documents", "expected"),
+    [
+        pytest.param(
+            [CM, NET],
+            [
+                ("v1", "ConfigMap", "a", "document 1"),
+                ("networking.gke.io/v1", "Network", "n", "document 2"),
+            ],
+            id="documents",
+        ),
+        pytest.param(
+            [{"apiVersion": "v1", "kind": "List", "items": [CM, NET]}],
+            [
+                ("v1", "ConfigMap", "a", "document 1, items[0]"),
+                ("networking.gke.io/v1", "Network", "n", "document 1, items[1]"),
+            ],
+            id="kubectl-get-list",
+        ),
+        pytest.param(
+            # The raw API's typed list: items carry no apiVersion or kind.
+            [
+                {
+                    "apiVersion": "networking.gke.io/v1",
+                    "kind": "NetworkList",
+                    "metadata": {"resourceVersion": "7"},
+                    "items": [{"metadata": {"name": "x"}}, {"metadata": {"name": "y"}}],
+                }
+            ],
+            [
+                ("networking.gke.io/v1", "Network", "x", "document 1, items[0]"),
+                ("networking.gke.io/v1", "Network", "y", "document 1, items[1]"),
+            ],
+            id="raw-typed-list",
+        ),
+        pytest.param(
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ConfigMapList",
+                            "items": [{"metadata": {"name": "c"}}],
+                        },
+                        NET,
+                    ],
+                }
+            ],
+            [
+                ("v1", "ConfigMap", "c", "document 1, items[0].items[0]"),
+                ("networking.gke.io/v1", "Network", "n", "document 1, items[1]"),
+            ],
+            id="nested",
+        ),
+        pytest.param(
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMapList",
+                    "items": [{"kind": "Other", "metadata": {"name": "o"}}],
+                }
+            ],
+            [("v1", "Other", "o", "document 1, items[0]")],
+            id="an-item-keeps-its-own-kind",
+        ),
+        pytest.param(
+            [{"apiVersion": "v1", "kind": "ConfigMapList", "items": None}, CM],
+            [("v1", "ConfigMap", "a", "document 2")],
+            id="empty-typed-list",
+        ),
+        pytest.param(
+            [{"apiVersion": "x/v1", "kind": "BucketList", "metadata": {"name": "b"}}],
+            [("x/v1", "BucketList", "b", "document 1")],
+            id="a-kind-ending-in-list-without-items-is-an-object",
+        ),
+    ],
+)
+def test_lists_are_read_as_the_api_and_kubectl_write_them(
+    tmp_path: Path, documents: list[object], expected: list[tuple[str, str, str, str]]
+) -> None:
+    assert [
+        (a, k, n, w.split(": ", 1)[1]) for a, k, n, w in _found(tmp_path, *documents)
+    ] == expected
+
+
+@pytest.mark.parametrize(
+    ("document", "where"),
+    [
+        pytest.param(
+            {"kind": "List", "items": [CM, "text"]}, "document 1, items[1]", id="scalar-item"
+        ),
+        pytest.param(
+            {"kind": "List", "items": [{"metadata": {}}]}, "document 1, items[0]", id="no-kind"
+        ),
+        pytest.param({"kind": "List", "items": {"a": CM}}, "document 1", id="items-not-a-list"),
+        pytest.param(
+            {"kind": "List", "items": [{"kind": "List", "items": [7]}]},
+            "document 1, items[0].items[0]",
+            id="nested-scalar",
+        ),
+    ],
+)
+def test_an_item_that_is_not_an_object_is_an_error_naming_it(
+    tmp_path: Path, document: object, where: str
+) -> None:
+    with pytest.raises(StateFileError) as raised:
+        _found(tmp_path, document)
+    assert str(raised.value).endswith(f"state.yaml: {where} is not a Kubernetes object")
