@@ -41,6 +41,7 @@ from app.web.probes import create_probe_app
 
 if TYPE_CHECKING:
     from app.kube.certificates import CertController
+    from app.kube.cluster_view import KubeClusterView
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +76,10 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     options = serve_options(args, environ)
     if options.state is not None:
         view, statuses, stop_view, certs = (*_file_view(options.state, settings), None)
+        fetch_runtime = None
     else:
         view, statuses, stop_view, certs = _kubernetes(options, settings)
+        fetch_runtime = view.fetch_runtime
     cert, key = _tls_files(options)
     reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
     metrics = Metrics(statuses)
@@ -96,7 +99,11 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         metrics.cabundle_verifies.set_function(lambda: float(verifies(reloader.info.fingerprint)))
         metrics.ca_expiry.set_function(lambda: ca_expiry() or math.nan)
     admission = create_admission_app(
-        view=view, policy=settings.policy, metrics=metrics, draining=lambda: lifecycle.draining
+        view=view,
+        policy=settings.policy,
+        metrics=metrics,
+        draining=lambda: lifecycle.draining,
+        fetch_runtime=fetch_runtime,
     )
     probes = create_probe_app(readiness=readiness, liveness=lambda: True, metrics=metrics)
     webhook = _Server(
@@ -203,7 +210,7 @@ def _file_view(state: Path, settings: Settings) -> tuple[ClusterView, CacheStatu
 
 def _kubernetes(
     options: ServeOptions, settings: Settings
-) -> tuple[ClusterView, CacheStatuses, Stopper, CertController | None]:
+) -> tuple[KubeClusterView, CacheStatuses, Stopper, CertController | None]:
     """The caches (started, synced or timed out) and the certificate controller (not started)."""
     # Imported here: file mode (make run, benchmarks) does not pay ~90 MiB of RSS for the client.
     from app.kube.certificates import CertController, Targets

@@ -5,7 +5,7 @@ Adapters (watch caches, files) satisfy ``ClusterView``; every answer is a snapsh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,3 +72,27 @@ class ClusterSnapshot:
         if isinstance(self.runtime_state, Unverifiable):
             return self.runtime_state
         return self.runtime_state.get(runtime_key(kind, namespace, name))
+
+
+RuntimeFetch = Callable[[Kind, str, str], JsonMap | Unverifiable | None]
+"""One direct read of a runtime the caches lack: the object, None when absent, or why not."""
+
+
+@dataclass(frozen=True, slots=True)
+class WithRuntime:
+    """A view plus one runtime read directly (a runtime created a moment before its TrainJob)."""
+
+    view: ClusterView
+    key: RuntimeKey
+    found: JsonMap | Unverifiable | None
+
+    def networks(self) -> Networks | Unverifiable:
+        return self.view.networks()
+
+    def recipe(self) -> Recipe | RecipeMissing | Unverifiable:
+        return self.view.recipe()
+
+    def runtime(self, kind: Kind, namespace: str, name: str) -> JsonMap | Unverifiable | None:
+        if runtime_key(kind, namespace, name) == self.key:
+            return self.found
+        return self.view.runtime(kind, namespace, name)

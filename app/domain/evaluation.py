@@ -6,9 +6,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.domain.assessment import assess
-from app.domain.cluster import ClusterView
+from app.domain.cluster import ClusterView, RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at
-from app.domain.kinds import Kind
+from app.domain.kinds import Kind, runtime_ref_of
 from app.domain.policy import Policy
 from app.domain.verdict import Verdict
 
@@ -49,6 +49,17 @@ def skip_reason(review: Review) -> str | None:
     if metadata is not None and metadata.get("deletionTimestamp"):
         return "object is being deleted"
     return None
+
+
+def runtime_needed(review: Review) -> RuntimeKey | None:
+    """The runtime a TrainJob request is judged against, or None for every other request."""
+    if review.kind is not Kind.TRAIN_JOB or review.obj is None or skip_reason(review):
+        return None
+    ref = runtime_ref_of(review.obj)
+    kind = None if ref is None else ref.runtime_kind()
+    if ref is None or kind is None:
+        return None
+    return runtime_key(kind, review.namespace, ref.name)
 
 
 def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:

@@ -164,6 +164,16 @@ class ApiListWatch:
                 sock.shutdown(socket.SHUT_RDWR)
 
 
+def get_json(call: Callable[..., object], *, timeout: float) -> object:
+    """One GET through a generated ``get_*`` method (path arguments bound), decoded; raises
+    ``ApiException`` for HTTP errors and urllib3/OS errors for transport failures."""
+    response = _raw(call(_preload_content=False, _request_timeout=timeout))
+    try:
+        return json.loads(response.data)
+    finally:
+        response.release_conn()
+
+
 def _raw(response: object) -> urllib3.BaseHTTPResponse:
     if not isinstance(response, urllib3.BaseHTTPResponse):
         raise TypeError(f"expected a raw HTTP response, got {type(response).__name__}")

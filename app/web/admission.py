@@ -5,9 +5,11 @@ Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits fore
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import orjson
@@ -16,8 +18,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import audit
-from app.domain.cluster import ClusterView
-from app.domain.evaluation import evaluate
+from app.domain.cluster import ClusterView, RuntimeFetch, Unverifiable, WithRuntime
+from app.domain.evaluation import evaluate, runtime_needed
+from app.domain.fields import JsonMap
 from app.domain.policy import Policy
 from app.domain.verdict import Verdict
 from app.domain.violations import Code, Violation
@@ -35,6 +38,7 @@ PATH: Final = "/validate"
 # json.dumps(..., separators=(",", ":")) builds this on every call; build it once.
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
+RUNTIME_FETCH_SECONDS: Final = 1.0
 
 
 def create_admission_app(
@@ -44,10 +48,18 @@ def create_admission_app(
     metrics: Metrics,
     draining: Callable[[], bool] = lambda: False,
     body_timeout: float = BODY_TIMEOUT_SECONDS,
+    fetch_runtime: RuntimeFetch | None = None,
 ) -> ASGIApp:
     """``draining()`` true (after SIGTERM): answers carry ``Connection: close``. A body not
-    received within ``body_timeout`` seconds is answered with a 408."""
-    validate = _Validate(view=view, policy=policy, metrics=metrics, body_timeout=body_timeout)
+    received within ``body_timeout`` seconds is answered with a 408. ``fetch_runtime`` reads a
+    TrainJob's runtime that ``view`` lacks (Kubernetes mode), once, within 1 s."""
+    validate = _Validate(
+        view=view,
+        policy=policy,
+        metrics=metrics,
+        body_timeout=body_timeout,
+        fetch_runtime=fetch_runtime,
+    )
     # Everything but POST /validate (other methods and paths, lifespan) goes through FastAPI, so
     # it keeps FastAPI's answers (405 with Allow, 404, trailing-slash redirects).
     others = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
@@ -74,10 +86,20 @@ class _Validate:
     """``POST /validate`` as an ASGI endpoint."""
 
     def __init__(
-        self, *, view: ClusterView, policy: Policy, metrics: Metrics, body_timeout: float
+        self,
+        *,
+        view: ClusterView,
+        policy: Policy,
+        metrics: Metrics,
+        body_timeout: float,
+        fetch_runtime: RuntimeFetch | None,
     ) -> None:
         self._view, self._policy, self._metrics = view, policy, metrics
         self._body_timeout = body_timeout
+        self._fetch_runtime = fetch_runtime
+        # Its own threads, not the loop's default executor: a read still hanging after its
+        # deadline must not hold up whoever closes the loop (asyncio.run waits for those).
+        self._fetching = ThreadPoolExecutor(max_workers=4, thread_name_prefix="runtime-get")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -93,13 +115,35 @@ class _Validate:
         except ClientGoneError:
             return
         else:
-            status, content = 200, self._judged(admission, started)
+            view = await self._view_for(admission)
+            status, content = 200, self._judged(admission, view, started)
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
-    def _judged(self, admission: Admission, started: float) -> bytes:
-        verdict = _judge(admission, self._view, self._policy)
+    async def _view_for(self, admission: Admission) -> ClusterView:
+        """The view, plus the TrainJob's runtime read directly when the synced cache lacks it
+        (created by the same ``kubectl apply`` a moment ago, its watch event still on the way)."""
+        fetch = self._fetch_runtime
+        key = None if fetch is None else runtime_needed(admission.review)
+        if fetch is None or key is None or self._view.runtime(*key) is not None:
+            return self._view
+        found: JsonMap | Unverifiable | None
+        try:
+            read = asyncio.get_running_loop().run_in_executor(self._fetching, fetch, *key)
+            found = await asyncio.wait_for(read, RUNTIME_FETCH_SECONDS)
+        except TimeoutError:
+            found = Unverifiable(
+                "it is not cached yet and a GET of it gave no answer in "
+                f"{RUNTIME_FETCH_SECONDS:g} s"
+            )
+        except Exception as error:  # a bug must not become a 5xx: it is unverifiable
+            audit.record_failure(uid=admission.uid, error=error)
+            found = Unverifiable("it is not cached yet and reading it failed")
+        return WithRuntime(self._view, key, found)
+
+    def _judged(self, admission: Admission, view: ClusterView, started: float) -> bytes:
+        verdict = _judge(admission, view, self._policy)
         seconds = time.perf_counter() - started
         review = admission.review
         operation = review.operation.value

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.evaluation import Operation, Review, evaluate, skip_reason
+from app.domain.cluster import WithRuntime
+from app.domain.evaluation import Operation, Review, evaluate, runtime_needed, skip_reason
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
@@ -227,3 +228,40 @@ def test_an_update_removing_the_node_job_changes_the_wiring() -> None:
     )
     assert codes(verdict) == ("RecipeUnavailable",)
     assert waived_codes(verdict) == ()
+
+
+@pytest.mark.parametrize(
+    ("request_", "needed"),
+    [
+        pytest.param(
+            review(trainjob()),
+            (Kind.CLUSTER_TRAINING_RUNTIME, "", "torch-distributed-tcpxo"),
+            id="ctr",
+        ),
+        pytest.param(
+            review(trainjob(ref={"name": "r", "kind": "TrainingRuntime"})),
+            (Kind.TRAINING_RUNTIME, "team", "r"),
+            id="tr-in-the-trainjobs-namespace",
+        ),
+        pytest.param(review(trainjob(ref={"kind": "TrainingRuntime"})), None, id="no-name"),
+        pytest.param(review(trainjob(ref={"name": "r", "kind": "Pod"})), None, id="not-a-runtime"),
+        pytest.param(review(trainjob(), subresource="status"), None, id="subresource"),
+        pytest.param(review(runtime()), None, id="a-runtime"),
+    ],
+)
+def test_runtime_needed_names_the_runtime_a_trainjob_is_judged_against(
+    request_: Review, needed: tuple[Kind, str, str] | None
+) -> None:
+    assert runtime_needed(request_) == needed
+
+
+def test_a_view_with_one_runtime_read_directly_answers_it_and_delegates_the_rest() -> None:
+    base = snapshot(runtime("other"))
+    key = (Kind.CLUSTER_TRAINING_RUNTIME, "", "fetched")
+    found = runtime("fetched")
+    view = WithRuntime(base, key, found)
+    assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "ignored", "fetched") is found
+    assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "other") == base.runtime(
+        Kind.CLUSTER_TRAINING_RUNTIME, "", "other"
+    )
+    assert (view.networks(), view.recipe()) == (base.networks(), base.recipe())

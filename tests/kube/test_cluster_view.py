@@ -14,6 +14,7 @@ import pytest
 from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.annotation import InterfaceRef
+from app.domain.cached_runtime import slim_runtime
 from app.domain.cluster import ClusterView, Networks, Unverifiable
 from app.domain.fields import JsonMap
 from app.domain.inventory import ObjectName
@@ -89,7 +90,11 @@ def make_view() -> Iterator[MakeView]:
         scripted = [
             source or synced_source() for source in (networks, recipe, cluster_runtimes, runtimes)
         ]
-        view = KubeClusterView(Sources(*scripted), recipe_name=RECIPE, pacing=FAST)
+        view = KubeClusterView(
+            Sources(scripted[0], scripted[1], scripted[2], scripted[3]),
+            recipe_name=RECIPE,
+            pacing=FAST,
+        )
         view.start()
         made.append((view, scripted))
         return view
@@ -230,7 +235,11 @@ class _Handler(BaseHTTPRequestHandler):
         query = {key: values[0] for key, values in parse_qs(url.query).items()}
         self.server.queries.append((url.path, query))
         group = "/apis/trainer.kubeflow.org/v1alpha1/"
-        if url.path == group + "clustertrainingruntimes":
+        if url.path.startswith(group + "clustertrainingruntimes/"):
+            self._get_runtime(url.path.rsplit("/", 1)[1])
+        elif url.path.startswith(group + "namespaces/"):
+            self._reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
+        elif url.path == group + "clustertrainingruntimes":
             self._reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
         elif url.path == group + "trainingruntimes":
             self._reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
@@ -247,6 +256,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream({"type": "ADDED", "object": network("gpu-nic-1", version="101")})
         else:
             self._stream(None)  # a quiet watch, held open until teardown
+
+    def _get_runtime(self, name: str) -> None:
+        if name == "present":
+            self._reply(200, runtime("ClusterTrainingRuntime", "present"))
+        elif name == "garbled":
+            self._reply(200, ["not", "an", "object"])
+        elif name == "silent":
+            self.server.closing.wait()  # no answer until teardown: the GET times out
+        else:
+            self._reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
 
     def _reply(self, code: int, body: object) -> None:
         data = json.dumps(body).encode()
@@ -304,6 +323,47 @@ def test_from_api_client_lists_and_watches_through_the_generated_client() -> Non
         server.shutdown()
         server.server_close()
         api_client.rest_client.close()
+
+
+def test_fetch_runtime_gets_one_runtime_through_the_generated_client() -> None:
+    server = _ApiServer()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    api_client = ApiClient(Configuration(host=f"http://127.0.0.1:{server.server_port}"))
+    view = KubeClusterView.from_api_client(api_client, RECIPE)
+    fetch = view.fetch_runtime
+    try:
+        found = fetch(Kind.CLUSTER_TRAINING_RUNTIME, "ignored", "present")
+        assert found == slim_runtime(runtime("ClusterTrainingRuntime", "present"))
+        assert fetch(Kind.CLUSTER_TRAINING_RUNTIME, "", "absent") is None
+        assert fetch(Kind.TRAINING_RUNTIME, "team-a", "x") == Unverifiable(
+            "GET TrainingRuntime team-a/x: HTTP 403 Forbidden (RBAC: nicguard needs get on it)"
+        )
+        assert fetch(Kind.CLUSTER_TRAINING_RUNTIME, "", "garbled") == Unverifiable(
+            "GET ClusterTrainingRuntime garbled: not an object"
+        )
+        started = time.monotonic()
+        silent = fetch(Kind.CLUSTER_TRAINING_RUNTIME, "", "silent")
+        assert isinstance(silent, Unverifiable)
+        assert silent.reason.startswith("GET ClusterTrainingRuntime silent failed: ")
+        assert "timed out" in silent.reason
+        assert time.monotonic() - started < 1.9  # one attempt of at most 1 s, no retries
+        paths = [p for p, _ in server.queries]
+        assert paths[:2] == [
+            "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/present",
+            "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/absent",
+        ]
+        assert (
+            paths[2] == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainingruntimes/x"
+        )
+    finally:
+        server.closing.set()
+        server.shutdown()
+        server.server_close()
+        api_client.rest_client.close()
+
+
+def test_without_an_api_fetch_runtime_finds_nothing(make_view: MakeView) -> None:
+    assert make_view().fetch_runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "x") is None
 
 
 KUBECONFIG = """

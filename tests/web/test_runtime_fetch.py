@@ -1,0 +1,150 @@
+"""A TrainJob whose runtime the synced cache lacks: one direct read of it, within 1 s.
+
+``kubectl apply -f runtime-and-job.yaml`` can reach the webhook with the TrainJob before the
+runtime's watch event reaches the cache; judging it "runtime not found" would let drift in.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.domain.cached_runtime import slim_runtime
+from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
+from app.domain.fields import JsonMap
+from app.domain.kinds import Kind
+from app.domain.policy import Policy
+from app.metrics import CacheStatus, Metrics
+from app.web.admission import create_admission_app
+from tests.web.conftest import sample_review
+
+RUNTIME = ("torch-distributed-tcpxo",)
+KEY: RuntimeKey = (Kind.CLUSTER_TRAINING_RUNTIME, "", "torch-distributed-tcpxo")
+Fetched = JsonMap | Unverifiable | None
+
+
+class Fetcher:
+    """Records each call and answers with ``answer`` (or raises it)."""
+
+    def __init__(self, answer: Callable[[], Fetched]) -> None:
+        self.calls: list[tuple[Kind, str, str]] = []
+        self._answer = answer
+
+    def __call__(self, kind: Kind, namespace: str, name: str) -> Fetched:
+        self.calls.append((kind, namespace, name))
+        return self._answer()
+
+
+def _runtime(example_state: ClusterSnapshot) -> JsonMap:
+    found = example_state.runtime(*KEY)
+    assert isinstance(found, dict)
+    return found
+
+
+def _client(state: ClusterSnapshot, fetch: Fetcher, runtimes: object = None) -> TestClient:
+    view = ClusterSnapshot(
+        state.network_state,
+        state.recipe_state,
+        {} if runtimes is None else runtimes,  # type: ignore[arg-type]
+    )
+    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    app = create_admission_app(view=view, policy=Policy(), metrics=metrics, fetch_runtime=fetch)
+    return TestClient(app)
+
+
+def _post(client: TestClient, name: str) -> dict[str, Any]:
+    reply = client.post("/validate", json=sample_review(name))
+    assert reply.status_code == 200
+    response: dict[str, Any] = reply.json()["response"]
+    return response
+
+
+def test_a_runtime_missing_from_the_cache_is_read_once_and_judged(
+    example_state: ClusterSnapshot,
+) -> None:
+    runtime = slim_runtime(_runtime(example_state))
+    fetch = Fetcher(lambda: runtime)
+    response = _post(_client(example_state, fetch), "trainjob-patch-drift")
+    assert fetch.calls == [KEY]
+    assert response["allowed"] is False
+    assert response["status"]["details"]["causes"][0]["reason"] == "MappingDivergesFromRecipe"
+
+
+def test_a_runtime_the_api_does_not_have_either_is_not_found(
+    example_state: ClusterSnapshot,
+) -> None:
+    fetch = Fetcher(lambda: None)
+    response = _post(_client(example_state, fetch), "trainjob-patch-drift")
+    assert fetch.calls == [KEY]
+    assert response["allowed"] is True
+    assert response["warnings"] == [
+        "runtime ClusterTrainingRuntime/torch-distributed-tcpxo not found; wiring not checked"
+    ]
+
+
+def _raise() -> Fetched:
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        pytest.param(
+            lambda: Unverifiable("GET ClusterTrainingRuntime x: HTTP 403 Forbidden"),
+            "GET ClusterTrainingRuntime x: HTTP 403 Forbidden",
+            id="api-error",
+        ),
+        pytest.param(_raise, "it is not cached yet and reading it failed", id="bug"),
+    ],
+)
+def test_a_failed_read_is_cluster_state_unavailable(
+    example_state: ClusterSnapshot, answer: Callable[[], Fetched], reason: str
+) -> None:
+    response = _post(_client(example_state, Fetcher(answer)), "trainjob-patch-drift")
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 503
+    assert response["status"]["details"]["causes"][0]["reason"] == "ClusterStateUnavailable"
+    assert reason in response["status"]["message"]
+
+
+@pytest.fixture
+def held() -> Iterator[threading.Event]:
+    release = threading.Event()
+    yield release
+    release.set()
+
+
+def test_a_read_that_does_not_answer_in_one_second_is_unverifiable(
+    example_state: ClusterSnapshot, held: threading.Event
+) -> None:
+    runtime = _runtime(example_state)
+
+    def never() -> Fetched:
+        held.wait()
+        return runtime
+
+    response = _post(_client(example_state, Fetcher(never)), "trainjob-patch-drift")
+    assert response["status"]["code"] == 503
+    assert "a GET of it gave no answer in 1 s" in response["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("review", "runtimes"),
+    [
+        pytest.param("trainjob-patch-drift", "cached", id="runtime-cached"),
+        pytest.param("trainjob-patch-drift", Unverifiable("not synced"), id="cache-unsynced"),
+        pytest.param("drifted-runtime", None, id="a-runtime-review"),
+    ],
+)
+def test_nothing_is_read_when_the_cache_answers_or_no_runtime_is_needed(
+    example_state: ClusterSnapshot, review: str, runtimes: object
+) -> None:
+    fetch = Fetcher(lambda: None)
+    cached = {KEY: _runtime(example_state)} if runtimes == "cached" else runtimes
+    response = _post(_client(example_state, fetch, cached), review)
+    assert fetch.calls == []
+    assert response["allowed"] is False
