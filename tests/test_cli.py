@@ -105,6 +105,12 @@ def test_json_output_has_the_spec_shape() -> None:
             {"NetworkNotReady"},
             id="unready network",
         ),
+        pytest.param(
+            STATE,
+            ["examples/objects/mpi-launcher-runtime.yaml"],
+            {"MappingDivergesFromRecipe"},
+            id="mpi launcher drifted",
+        ),
     ],
 )
 def test_every_example_produces_its_codes(state: str, files: list[str], codes: set[str]) -> None:
@@ -247,4 +253,31 @@ def test_objects_in_files_that_are_not_judged_are_named_on_stderr(tmp_path: Path
         "is not a ClusterTrainingRuntime, TrainingRuntime or TrainJob; not checked",
         f"nicguard: {listed}: document 1, items[1]: networking.gke.io/v1 Network n "
         "is not a ClusterTrainingRuntime, TrainingRuntime or TrainJob; not checked",
+    ]
+
+
+def test_the_mpi_launcher_example_is_denied_naming_the_launcher_job() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/mpi-launcher-runtime.yaml")
+    assert run.returncode == 1
+    assert run.stdout.splitlines()[:3] == [
+        "DENIED  ClusterTrainingRuntime deepspeed-tcpxo",
+        "  [MappingDivergesFromRecipe] launcher job: at position eth3 the object maps "
+        "eth3->gpu-nic-3 but the recipe records eth3->gpu-nic-2 "
+        "(recipe nicguard-system/nicguard-recipe@48213)",
+        "      at spec.template.spec.replicatedJobs[1].template.spec.template.metadata"
+        ".annotations[networking.gke.io/interfaces][3]",
+    ]
+
+
+def test_the_rdma_layouts_gke_documents_are_allowed_on_a_gb200_cluster() -> None:
+    run = nicguard(
+        "check", "--state", "examples/gb200/cluster", "examples/gb200/rdma-runtimes.yaml"
+    )
+    assert run.returncode == 0, run.stdout
+    assert run.stdout.splitlines() == [
+        "ALLOWED ClusterTrainingRuntime torch-distributed-rdma",
+        "",
+        "ALLOWED TrainingRuntime team-a/torch-rdma-gib",
+        "",
+        "2 checked, 2 allowed, 0 denied",
     ]
