@@ -1,5 +1,7 @@
 """Session fixtures of the e2e tier: one real control plane with nicguard for most tests.
 
+That plane serves the Kubeflow Trainer v2.3.0 CRDs. TrainJob tests run on a second one with the
+v2.1.0 CRDs as well: a module overrides ``stack`` with ``each_trainer`` (see test_trainjobs.py).
 Binaries missing is a failure, never a skip (``make e2e`` builds them). Logs of etcd,
 kube-apiserver and nicguard stay in pytest's temp dir and are attached to failing tests.
 """
@@ -10,17 +12,42 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.e2e.objects import unique
+from tests.e2e.objects import TRAINER_V2_1, TRAINER_V2_3, Trainer, unique
 from tests.e2e.stack import Stack, populate, running
 from tests.e2e.state import create_namespace, recipe_ref as read_recipe_ref
 
+# The session stack of each Trainer release, by fixture name.
+TRAINER_STACKS = {TRAINER_V2_3: "trainer_v2_3_stack", TRAINER_V2_1: "trainer_v2_1_stack"}
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+
+def populated(factory: pytest.TempPathFactory, trainer: Trainer) -> Iterator[Stack]:
     """Control plane + CRDs + nicguard (as its ServiceAccount) + webhook + example state."""
-    with running(tmp_path_factory.mktemp("cluster")) as started:
+    with running(factory.mktemp(f"cluster-{trainer.version}"), trainer=trainer) as started:
         populate(started)
         yield started
+
+
+@pytest.fixture(scope="session")
+def trainer_v2_3_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from populated(tmp_path_factory, TRAINER_V2_3)
+
+
+@pytest.fixture(scope="session")
+def trainer_v2_1_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from populated(tmp_path_factory, TRAINER_V2_1)
+
+
+@pytest.fixture(scope="session")
+def stack(trainer_v2_3_stack: Stack) -> Stack:
+    """The default stack: Trainer v2.3.0 (``runtimePatches``)."""
+    return trainer_v2_3_stack
+
+
+@pytest.fixture(params=list(TRAINER_STACKS), ids=lambda trainer: f"trainer-{trainer.version}")
+def each_trainer(request: pytest.FixtureRequest) -> Stack:
+    """The session stack of each Trainer release in turn (for TrainJob tests)."""
+    stack: Stack = request.getfixturevalue(TRAINER_STACKS[request.param])
+    return stack
 
 
 @pytest.fixture

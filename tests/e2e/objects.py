@@ -2,6 +2,9 @@
 
 ClusterTrainingRuntimes are cluster-scoped and never deleted (no garbage collector), so every
 test names its own; ``recipe_bound=True`` adds the label that binds any runtime to the recipe.
+A TrainJob overrides its node pods' annotations through the field its Trainer release has:
+``spec.runtimePatches`` (v2.2+) or ``spec.podTemplateOverrides`` (v2.1); ``for_trainer`` turns
+the examples (written for v2.2+) into the v2.1 form.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
@@ -27,6 +31,23 @@ RECIPE_PAIRS: Final = tuple((f"eth{i + 1}", f"gpu-nic-{i}") for i in range(8))
 
 Obj = dict[str, Any]
 Pairs = Sequence[tuple[str, str]]
+
+RUNTIME_PATCHES: Final = "runtimePatches"
+POD_TEMPLATE_OVERRIDES: Final = "podTemplateOverrides"
+# Trainer validates ``runtimePatches[].manager`` as a domain-prefixed path.
+PATCH_MANAGER: Final = "example.com/e2e"
+
+
+@dataclass(frozen=True, slots=True)
+class Trainer:
+    """A Kubeflow Trainer release: its CRDs (``tests/e2e/crds/trainer-<version>``), its override."""
+
+    version: str
+    override_field: str
+
+
+TRAINER_V2_3: Final = Trainer("v2.3.0", RUNTIME_PATCHES)
+TRAINER_V2_1: Final = Trainer("v2.1.0", POD_TEMPLATE_OVERRIDES)
 
 
 def unique(prefix: str) -> str:
@@ -100,6 +121,37 @@ def trainjob(name: str, namespace: str, runtime_name: str, kind: str = "") -> Ob
     obj["metadata"] = {"name": name, "namespace": namespace}
     obj["spec"]["runtimeRef"] = {"name": runtime_name} | ({"kind": kind} if kind else {})
     return obj
+
+
+def node_override(trainer: Trainer, annotations: Mapping[str, str]) -> Obj:
+    """The ``spec`` field of ``trainer``'s release that sets the node pods' ``annotations``."""
+    metadata = {"annotations": dict(annotations)}
+    if trainer.override_field == POD_TEMPLATE_OVERRIDES:
+        return {POD_TEMPLATE_OVERRIDES: [{"targetJobs": [{"name": "node"}], "metadata": metadata}]}
+    job = {"name": "node", "template": {"spec": {"template": {"metadata": metadata}}}}
+    spec = {"replicatedJobs": [job]}
+    patch = {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": spec}}}
+    return {RUNTIME_PATCHES: [patch]}
+
+
+def for_trainer(job: Obj, trainer: Trainer) -> Obj:
+    """A TrainJob written with ``runtimePatches`` (pod metadata only) in ``trainer``'s form.
+
+    For v2.1 each patched replicatedJob becomes one ``podTemplateOverrides`` entry, in order.
+    """
+    converted = copy.deepcopy(job)
+    if trainer.override_field == RUNTIME_PATCHES:
+        return converted
+    overrides = []
+    for patch in converted["spec"].pop(RUNTIME_PATCHES, []):
+        for replicated in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+            pod = replicated["template"]["spec"]["template"]
+            if set(pod) != {"metadata"}:
+                raise ValueError(f"only pod metadata converts to {POD_TEMPLATE_OVERRIDES}: {pod}")
+            target = [{"name": replicated["name"]}]
+            overrides.append({"targetJobs": target, "metadata": pod["metadata"]})
+    converted["spec"][POD_TEMPLATE_OVERRIDES] = overrides
+    return converted
 
 
 def network(name: str) -> Obj:

@@ -15,9 +15,12 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.objects import (
     DENIED,
     RECIPE_PAIRS,
+    TRAINER_V2_3,
+    Trainer,
     as_list,
     conditions,
     example,
+    for_trainer,
     load,
     network,
     runtime,
@@ -44,9 +47,11 @@ class Stack:
     nicguard: Nicguard
     webhook_config: dict[str, Any]
     workdir: Path
+    trainer: Trainer = TRAINER_V2_3  # whose CRDs the control plane serves
 
     def report(self) -> str:
-        return f"{self.plane.report()}\n{self.nicguard.report()}"
+        trainer = f"Trainer CRDs {self.trainer.version}"
+        return f"{trainer}\n{self.plane.report()}\n{self.nicguard.report()}"
 
     def apply(self, *objects: dict[str, Any], who: str = "alice", dry_run: bool = False) -> Run:
         """``kubectl apply -f -`` of ``objects`` as ``who`` (``--dry-run=server`` if asked)."""
@@ -58,18 +63,20 @@ class Stack:
 
 
 @contextlib.contextmanager
-def running(workdir: Path, *, network_api: bool = True) -> Iterator[Stack]:
+def running(
+    workdir: Path, *, network_api: bool = True, trainer: Trainer = TRAINER_V2_3
+) -> Iterator[Stack]:
     """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD."""
     plane = ControlPlane(workdir)
     nicguard = Nicguard(plane, workdir)
     try:
         plane.start()
-        install_crds(plane, network_api=network_api)
+        install_crds(plane, network_api=network_api, trainer=trainer)
         config = install_base(plane)
         grant_developers(plane)
         nicguard.start()
         register(plane, nicguard, config)
-        yield Stack(plane, nicguard, config, workdir)
+        yield Stack(plane, nicguard, config, workdir, trainer)
     finally:
         try:
             nicguard.stop()
@@ -105,7 +112,7 @@ def wait_for_runtime(stack: Stack) -> None:
     """Until nicguard resolves TrainJobs on the shipped ``torch-distributed-tcpxo``."""
     namespace = "e2e-cache-probe"
     create_namespace(stack.plane, namespace)
-    drift = example("objects/trainjob-patch-drift.yaml")
+    drift = for_trainer(example("objects/trainjob-patch-drift.yaml"), stack.trainer)
     drift["metadata"]["namespace"] = namespace
     eventually(
         lambda: stack.apply(drift, who="admin", dry_run=True),

@@ -1,6 +1,8 @@
 """Cluster state for the e2e tier: CRDs, test RBAC, the example Networks and recipe, polling.
 
 Everything is written as ``admin``; Network conditions go through the ``status`` subresource.
+The CRDs are upstream's, unmodified (``tests/e2e/crds/*/``, each file names its source): the
+GKE networking API and one Kubeflow Trainer release per control plane.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from pathlib import Path
 from typing import Final
 
 from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.objects import Obj, as_list, load
+from tests.e2e.objects import TRAINER_V2_3, Obj, Trainer, as_list, load
 from tests.e2e.procs import wait_until
 
 CRDS: Final = ROOT / "tests" / "e2e" / "crds"
-NETWORK_API_PREFIX: Final = "networking.gke.io_"
+NETWORK_API_CRDS: Final = CRDS / "gke-networking"
 NETWORKS: Final = "networks.networking.gke.io"
 RECIPE: Final = ("nicguard-system", "nicguard-recipe")
 ESTABLISH_TIMEOUT: Final = "60s"
@@ -60,14 +62,25 @@ def checked(run: Run, what: str) -> Run:
     return run
 
 
-def crd_files(*, network_api: bool) -> list[Path]:
-    files = sorted(CRDS.glob("*.yaml"))
-    return [f for f in files if network_api or not f.name.startswith(NETWORK_API_PREFIX)]
+def crd_files(*, network_api: bool, trainer: Trainer) -> list[Path]:
+    """``trainer``'s three CRDs, then (if ``network_api``) Network and GKENetworkParamSet."""
+    files = sorted((CRDS / f"trainer-{trainer.version}").glob("*.yaml"))
+    files += sorted(NETWORK_API_CRDS.glob("*.yaml")) if network_api else []
+    if len(files) != (5 if network_api else 3):
+        raise RuntimeError(f"unexpected CRD files for Trainer {trainer.version}: {files}")
+    return files
 
 
-def install_crds(plane: ControlPlane, *, network_api: bool = True) -> None:
-    """Create the CRDs and wait until they are Established (served)."""
-    args = [arg for f in crd_files(network_api=network_api) for arg in ("-f", str(f))]
+def install_crds(
+    plane: ControlPlane, *, network_api: bool = True, trainer: Trainer = TRAINER_V2_3
+) -> None:
+    """Create the CRDs and wait until they are Established (served).
+
+    ``create``, never client-side ``apply``: the Trainer CRDs are far larger than the 256 KiB
+    a ``last-applied-configuration`` annotation may hold.
+    """
+    files = crd_files(network_api=network_api, trainer=trainer)
+    args = [arg for f in files for arg in ("-f", str(f))]
     checked(plane.kubectl("admin", "create", *args), "creating the CRDs")
     wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}", "crd", "--all"]
     checked(plane.kubectl("admin", *wait), "waiting for the CRDs")

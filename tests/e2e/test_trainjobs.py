@@ -1,15 +1,25 @@
-"""TrainJobs: the effective wiring of their runtime plus patches, judged against live state."""
+"""TrainJobs: the effective wiring of their runtime plus patches, judged against live state.
+
+Every test runs on two control planes: Trainer v2.3.0 CRDs (``spec.runtimePatches``) and v2.1.0
+CRDs (``spec.podTemplateOverrides``); a real cluster serves exactly one of the two fields.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.e2e import expect
-from tests.e2e.objects import example, trainjob, unique
+from tests.e2e.objects import example, for_trainer, trainjob, unique
 from tests.e2e.stack import Stack, network_backed_runtime
 from tests.e2e.state import NETWORKS, checked, eventually
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def stack(each_trainer: Stack) -> Stack:
+    """Overrides the session ``stack`` (and so ``namespace``): once per Trainer release."""
+    return each_trainer
 
 
 def test_good_trainjob_is_created(stack: Stack, namespace: str) -> None:
@@ -19,8 +29,9 @@ def test_good_trainjob_is_created(stack: Stack, namespace: str) -> None:
     expect.allowed(run, "trainjob.trainer.kubeflow.org/llama-pretrain created")
 
 
-def test_runtime_patches_drift_is_denied(stack: Stack, namespace: str, recipe_ref: str) -> None:
-    job = example("objects/trainjob-patch-drift.yaml")
+def test_patched_drift_is_denied(stack: Stack, namespace: str, recipe_ref: str) -> None:
+    """``examples/objects/trainjob-patch-drift.yaml``, as ``podTemplateOverrides`` on v2.1."""
+    job = for_trainer(example("objects/trainjob-patch-drift.yaml"), stack.trainer)
     job["metadata"]["namespace"] = namespace
     expect.denied(
         stack.apply(job),

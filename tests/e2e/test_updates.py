@@ -1,4 +1,7 @@
-"""Updates of an object that became non-compliant after admission (its Network was deleted)."""
+"""Updates of an object that became non-compliant after admission (its Network was deleted).
+
+The object is a TrainJob: every test runs on the Trainer v2.3.0 and the v2.1.0 control plane.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,24 @@ from typing import Any
 import pytest
 
 from tests.e2e import expect
-from tests.e2e.objects import INTERFACES, RECIPE_PAIRS, interfaces, trainjob, unique
+from tests.e2e.objects import (
+    INTERFACES,
+    RECIPE_PAIRS,
+    interfaces,
+    node_override,
+    trainjob,
+    unique,
+)
 from tests.e2e.stack import Stack, network_backed_runtime
 from tests.e2e.state import NETWORKS, checked, eventually
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def stack(each_trainer: Stack) -> Stack:
+    """Overrides the session ``stack`` (and so ``namespace``): once per Trainer release."""
+    return each_trainer
 
 
 def real_decisions(stack: Stack, name: str) -> list[dict[str, Any]]:
@@ -76,16 +92,7 @@ def test_update_that_changes_the_wiring_gets_the_full_verdict(
 ) -> None:
     name, _ = stale_job
     rewired = interfaces([*RECIPE_PAIRS[:7], ("eth8", "gpu-nic-gone")])
-    patch = {
-        "spec": {
-            "podTemplateOverrides": [
-                {
-                    "targetJobs": [{"name": "node"}],
-                    "metadata": {"annotations": {INTERFACES: rewired}},
-                }
-            ]
-        }
-    }
+    patch = {"spec": node_override(stack.trainer, {INTERFACES: rewired})}
     run = stack.kubectl(
         "patch", "trainjob", name, "-n", namespace, "--type=merge", "-p", json.dumps(patch)
     )
