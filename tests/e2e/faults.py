@@ -97,6 +97,13 @@ class Proxy:
     def resume(self) -> None:
         self._control(signal.SIGHUP, "resumed")
 
+    def hold(self) -> int:
+        """Hold every open connection (bytes wait; later connections flow); returns how many."""
+        return self._control(signal.SIGURG, "held")
+
+    def release(self) -> None:
+        self._control(signal.SIGWINCH, "released")
+
     def _control(self, signum: signal.Signals, event: str) -> int:
         assert self.process is not None
         assert self.process.running(), self.report()

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from tests.e2e.objects import (
 )
 from tests.e2e.state import (
     NETWORKS,
+    RECIPE,
     Run,
     apply_networks,
     apply_recipe,
@@ -36,6 +38,7 @@ from tests.e2e.state import (
     eventually,
     grant_developers,
     install_crds,
+    recipe_ref,
     set_status,
 )
 from tests.e2e.webhook import Nicguard, install_base, register
@@ -106,6 +109,27 @@ def wait_for_recipe(stack: Stack) -> None:
         lambda: stack.apply(good, who="admin", dry_run=True),
         lambda run: run.returncode == 0 and not run.stderr,
     )
+
+
+def replace_data(stack: Stack, data: dict[str, str]) -> None:
+    namespace, name = RECIPE
+    patch = json.dumps([{"op": "replace", "path": "/data", "value": data}])
+    args = ["patch", "configmap", name, "-n", namespace, "--type=json", "-p", patch]
+    checked(stack.kubectl(*args, who="admin"), "editing the recipe")
+
+
+@contextlib.contextmanager
+def recipe_edited(stack: Stack, data: dict[str, str]) -> Iterator[str]:
+    """Replace the recipe's data; yields the new ref; restores it and waits for nicguard after."""
+    namespace, name = RECIPE
+    get = ["get", "configmap", name, "-n", namespace, "-o", "json"]
+    original = json.loads(checked(stack.kubectl(*get, who="admin"), "reading the recipe").stdout)
+    replace_data(stack, data)
+    try:
+        yield recipe_ref(stack.plane)
+    finally:
+        replace_data(stack, original["data"])
+        wait_for_recipe(stack)
 
 
 def wait_for_runtime(stack: Stack) -> None:

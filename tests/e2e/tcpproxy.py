@@ -8,9 +8,12 @@
 - ``SIGUSR1`` cuts every open connection (TCP reset on both sides): a lost watch, say.
 - ``SIGUSR2`` cuts them too and then refuses (resets) new connections: a network partition.
 - ``SIGHUP`` accepts connections again. ``SIGTERM`` stops the proxy.
+- ``SIGURG`` holds every open connection: its bytes wait in the proxy (a watch whose events are
+  late); connections opened later flow. ``SIGWINCH`` releases them, bytes in order.
 
 Every event is one JSON line on stdout (``listening``, ``connect``, ``refused``, ``cut``,
-``paused``, ``resumed``), so the test can wait for a control signal to have taken effect.
+``paused``, ``resumed``, ``held``, ``released``), so the test can wait for a control signal to have
+taken effect.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ class Proxy:
     backends: list[tuple[str, int]]
     paused: bool = False
     live: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = field(default_factory=set)
+    # Per connection: set while its bytes flow, cleared while it is held.
+    flowing: dict[tuple[asyncio.StreamWriter, asyncio.StreamWriter], asyncio.Event] = field(
+        default_factory=dict
+    )
     controls: int = 0
     _turn: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -75,6 +82,18 @@ class Proxy:
         self.paused = False
         log("resumed", control=self.controls)
 
+    def on_hold(self) -> None:
+        self.controls += 1
+        for gate in self.flowing.values():
+            gate.clear()
+        log("held", connections=len(self.flowing), control=self.controls)
+
+    def on_release(self) -> None:
+        self.controls += 1
+        for gate in self.flowing.values():
+            gate.set()
+        log("released", connections=len(self.flowing), control=self.controls)
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.paused:
             log("refused", backend=None, reason="paused")
@@ -91,19 +110,26 @@ class Proxy:
             return
         pair = (writer, up_writer)
         self.live.add(pair)
+        gate = self.flowing[pair] = asyncio.Event()
+        gate.set()
         log("connect", backend=backend)
         try:
-            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            await asyncio.gather(pipe(reader, up_writer, gate), pipe(up_reader, writer, gate))
         finally:
             self.live.discard(pair)
+            self.flowing.pop(pair, None)
             for end in pair:
                 end.close()
 
 
-async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy until EOF (then half-close the other side) or a reset (then reset it)."""
+async def pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: asyncio.Event
+) -> None:
+    """Copy until EOF (then half-close the other side) or a reset (then reset it); each chunk
+    waits while ``gate`` is clear."""
     try:
         while chunk := await reader.read(CHUNK):
+            await gate.wait()
             writer.write(chunk)
             await writer.drain()
         if writer.can_write_eof() and not writer.is_closing():
@@ -119,6 +145,8 @@ async def serve(port: int, backends: list[tuple[str, int]]) -> None:
     loop.add_signal_handler(signal.SIGUSR1, proxy.on_cut)
     loop.add_signal_handler(signal.SIGUSR2, proxy.on_pause)
     loop.add_signal_handler(signal.SIGHUP, proxy.on_resume)
+    loop.add_signal_handler(signal.SIGURG, proxy.on_hold)
+    loop.add_signal_handler(signal.SIGWINCH, proxy.on_release)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", port, reuse_address=True)

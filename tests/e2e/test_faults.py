@@ -35,7 +35,17 @@ from tests.e2e.faults import (
     relists,
     synced_caches,
 )
-from tests.e2e.objects import DENIED, RECIPE_PAIRS, runtime, unique, with_pairs
+from tests.e2e.objects import (
+    DENIED,
+    INTERFACES,
+    RECIPE_PAIRS,
+    interfaces,
+    node_override,
+    runtime,
+    trainjob,
+    unique,
+    with_pairs,
+)
 from tests.e2e.procs import wait_until
 from tests.e2e.stack import network_backed_runtime, wait_for_recipe
 from tests.e2e.state import (
@@ -47,6 +57,7 @@ from tests.e2e.state import (
     create_namespace,
     eventually,
 )
+from tests.e2e.webhook import Nicguard
 
 pytestmark = pytest.mark.e2e
 
@@ -376,4 +387,67 @@ def test_recipe_configmap_deleted_then_recreated(faults: FaultStack, tally: Tall
         "recipe-deleted-recreated",
         f"{tally.summary()} (RecipeUnavailable while "
         f"absent); judged against {recreated} once recreated",
+    )
+
+
+PAIRS_APPLIED: Final = 50
+
+
+def last_event_age(nicguard: Nicguard, cache: str) -> float:
+    """``nicguard_cache_last_event_age_seconds`` of ``cache``, from /metrics."""
+    status, text = nicguard.probe("/metrics")
+    assert status == 200, f"/metrics: {status}"
+    prefix = f'nicguard_cache_last_event_age_seconds{{cache="{cache}"}} '
+    (line,) = (line for line in text.splitlines() if line.startswith(prefix))
+    return float(line.removeprefix(prefix))
+
+
+def test_a_trainjob_applied_with_its_runtime_is_judged_while_the_watch_lags(
+    faults: FaultStack, namespace: str
+) -> None:
+    """``kubectl apply`` of a new runtime and a drifted TrainJob in one file, 50 times, while
+    nicguard's watches are held (their events late, the caches synced but stale): each
+    TrainJob reaches nicguard before its runtime's watch event and must still be denied, judged
+    against one direct read of the runtime (SPEC 6)."""
+    # Fresh connections first: the ones held are then the watches, not a pooled GET.
+    before = len(faults.proxy.events())
+    cut = faults.proxy.cut()
+    wait_until(
+        lambda: (
+            sum(e["event"] == "connect" for e in faults.proxy.events()[before:]) >= cut
+            and healthy(faults.nicguard)
+            or None
+        ),
+        timeout=RECOVERY_TIMEOUT,
+        what="nicguard's watches back after the cut",
+        diagnose=faults.report,
+    )
+    held = faults.proxy.hold()
+    assert held >= cut
+    drift = {INTERFACES: interfaces(with_pairs(RECIPE_PAIRS, (2, 3)))}
+    started = time.monotonic()
+    try:
+        for _ in range(PAIRS_APPLIED):
+            name = unique("tr-fresh")
+            fresh = runtime(name, namespace=namespace, recipe_bound=True)
+            job = trainjob(unique("job"), namespace, name, kind="TrainingRuntime")
+            job["spec"] |= node_override(faults.stack.trainer, drift)
+            run = apply(faults, fresh, job, dry_run=False)
+            assert f"trainingruntime.trainer.kubeflow.org/{name} created" in run.stdout, run
+            expect.denied(
+                run,
+                f"TrainJob/{namespace}/{job['metadata']['name']}",
+                DIVERGES,
+                "at position eth3 the object maps eth4->gpu-nic-3",
+            )
+        # The watches really were held: no runtime event reached nicguard's cache meanwhile.
+        quiet = time.monotonic() - started
+        assert synced_caches(faults.nicguard)["trainingruntimes"] == 1.0
+        assert last_event_age(faults.nicguard, "trainingruntimes") >= quiet
+    finally:
+        faults.proxy.release()
+    numbers(
+        "runtime-and-trainjob-in-one-apply",
+        f"{PAIRS_APPLIED} runtime+TrainJob applies with {held} connections held: every "
+        f"TrainJob denied in {time.monotonic() - started:.1f}s",
     )

@@ -2,44 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import Iterator
-
 import pytest
 import yaml
 
 from tests.e2e import expect
 from tests.e2e.objects import RECIPE_PAIRS, runtime, unique
-from tests.e2e.stack import Stack, wait_for_recipe
-from tests.e2e.state import RECIPE, checked, eventually, recipe_ref
+from tests.e2e.stack import Stack, recipe_edited
+from tests.e2e.state import eventually
 
 pytestmark = pytest.mark.e2e
 
 RECIPE_EDIT_TIMEOUT = 10.0
 # The recipe re-recorded with the Networks of eth3 and eth4 exchanged.
 EDITED = [*RECIPE_PAIRS[:2], ("eth3", "gpu-nic-3"), ("eth4", "gpu-nic-2"), *RECIPE_PAIRS[4:]]
-
-
-def replace_data(stack: Stack, data: dict[str, str]) -> None:
-    namespace, name = RECIPE
-    patch = json.dumps([{"op": "replace", "path": "/data", "value": data}])
-    args = ["patch", "configmap", name, "-n", namespace, "--type=json", "-p", patch]
-    checked(stack.kubectl(*args, who="admin"), "editing the recipe")
-
-
-@contextlib.contextmanager
-def recipe_edited(stack: Stack, data: dict[str, str]) -> Iterator[str]:
-    """Replace the recipe's data; yields the new ref; restores it and waits for nicguard after."""
-    namespace, name = RECIPE
-    get = ["get", "configmap", name, "-n", namespace, "-o", "json"]
-    original = json.loads(checked(stack.kubectl(*get, who="admin"), "reading the recipe").stdout)
-    replace_data(stack, data)
-    try:
-        yield recipe_ref(stack.plane)
-    finally:
-        replace_data(stack, original["data"])
-        wait_for_recipe(stack)
 
 
 def test_recipe_edit_governs_the_next_apply(stack: Stack) -> None:
