@@ -85,10 +85,9 @@ def _entry(position: int, item: object) -> InterfaceRef:
     network = _optional_string(position, entry, "network")
     interface = _optional_string(position, entry, "interface")
     if (network is None) == (interface is None):
-        which = "both" if network is not None else "neither"
+        which = "both network and" if network is not None else "neither network nor"
         raise AnnotationSyntaxError(
-            f"entry {position} ({shown(name)}) has {which} network and interface; "
-            "exactly one is required"
+            f"entry {position} ({shown(name)}) has {which} interface; exactly one is required"
         )
     return InterfaceRef(interface_name=name, network=network, interface=interface)
 

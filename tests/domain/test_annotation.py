@@ -102,7 +102,7 @@ def test_a_well_formed_value_decodes_to_entries_in_order(
         ),
         pytest.param(
             _with({"interfaceName": "eth1"}),
-            "entry 1 (eth1) has neither network and interface; exactly one is required",
+            "entry 1 (eth1) has neither network nor interface; exactly one is required",
             id="neither",
         ),
         pytest.param(
