@@ -1,6 +1,6 @@
 """nicguard: a validating admission webhook for GKE multi-NIC wiring of Kubeflow Trainer objects.
 
-Layers, outermost first: ``app.cli`` -> ``app.wiring`` -> adapters (``app.web``, ``app.kube``,
+Layers, outermost first: ``app.cli`` -> ``app.serve`` -> adapters (``app.web``, ``app.kube``,
 ``app.files``, ``app.tls``) -> services (``app.audit``, ``app.metrics``, ``app.logs``,
 ``app.settings``) -> ``app.domain`` (pure rules, stdlib only). Imports only point inwards.
 """

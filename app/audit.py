@@ -1,4 +1,4 @@
-"""The audit trail (SPEC section 8): one JSON line per admission decision, never the body."""
+"""The audit trail: one JSON line per admission decision, never the body."""
 
 from __future__ import annotations
 

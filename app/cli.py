@@ -8,11 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.checking import check_files, render_json, render_text
-from app.files.loader import StateFileError
+from app.check import check_files, render_json, render_text
 from app.kube.client import ClientConfigError
 from app.serve_settings import add_serve_options
 from app.settings import POLICY_OPTIONS, SettingsError, add_options, settings_from
+from app.statefiles import StateFileError
 from app.tls import TLSConfigError
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from(args, os.environ)
         if args.command == "serve":
             # Imported here: `check` should not pay ~1 s for the web stack and Kubernetes client.
-            from app.wiring import serve
+            from app.serve import serve
 
             return serve(args, settings, os.environ)
         results = check_files(args.state, args.files, settings, note=_note)

@@ -1,4 +1,4 @@
-"""Prometheus metrics (SPEC section 8), on a registry of their own per server instance."""
+"""Prometheus metrics, on a registry of their own per server instance."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Final, TypeVar
 
-from app.domain.inventory import ObjectName
+from app.domain.cluster import ObjectName
 from app.domain.policy import NotReady, OnUnverifiable, Policy
 
 _T = TypeVar("_T")
@@ -67,7 +67,7 @@ class Settings:
     log_level: str
 
 
-# The self-managed certificate controller of ``serve`` (SPEC 9), on by default in Kubernetes mode.
+# The self-managed certificate controller of ``serve`` (manifests/README.md), on in Kubernetes mode.
 CERT_OPTIONS: Final = (
     Option(
         "cert-controller", "", "true|false: self-managed certificates (Kubernetes mode default)"

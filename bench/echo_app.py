@@ -2,7 +2,7 @@
 
 It decodes the posted review, answers ``allowed: true`` for its uid and does nothing else (no
 judging, no audit log, no metrics). TLS and uvicorn settings are built exactly as
-``app.wiring.serve`` builds them: ``app.tls.server_ssl_context`` + ``app.tls.make_uvicorn_config``
+``app.serve.serve`` builds them: ``app.tls.server_ssl_context`` + ``app.tls.make_uvicorn_config``
 with ``access_log=False, log_config=None``, and the server coroutine run by ``asyncio.run``
 (uvicorn's ``http``/``loop`` left at their defaults, as nicguard leaves them).
 """

@@ -19,7 +19,7 @@ from typing import Final
 import yaml
 
 from app.domain.fields import JsonMap
-from app.files.loader import load_objects
+from app.statefiles import load_objects
 
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
 NETWORKS: Final = 2_000

@@ -3,7 +3,7 @@
 docs/rules.md: one ``## <Code>`` section per ``Code`` member. Each ```yaml block is followed by a
 ```console block whose first line is the ``nicguard check`` command that judges it (state and
 flags included) and whose rest is the output: the test runs that command through
-``app.checking.check_files`` and compares the output exactly (verdict, messages, field paths),
+``app.check.check_files`` and compares the output exactly (verdict, messages, field paths),
 and requires the section's code among the violations (or among the waived ones, for the
 warning variants). Blocks marked ```yaml live-only <view> cannot run in file mode: they are judged
 against the examples/cluster state with one part made unavailable (<view>), and the ```text line
@@ -30,17 +30,15 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from app.checking import check_files, render_text
+from app.check import check_files, render_text
 from app.cli import build_parser
-from app.documents import load_yaml
-from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
-from app.domain.evaluation import Operation, Review, evaluate
-from app.domain.inventory import snapshot_of, trainer_kind
-from app.domain.verdict import Verdict
-from app.domain.violations import Code
-from app.files.loader import iter_objects
+from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable, snapshot_of
+from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.kinds import trainer_kind
+from app.domain.verdict import Code, Verdict
 from app.serve_settings import SERVE_OPTIONS, serve_options
 from app.settings import POLICY_OPTIONS, Option, SettingsError, settings_from
+from app.statefiles import iter_objects, load_yaml
 from app.web.response import review_response
 from app.web.review import admission_from_body
 
@@ -270,7 +268,7 @@ def test_live_only_example_yields_its_code_and_the_documented_message(example: E
     settings = settings_from(argparse.Namespace(), {})
     verdict = evaluate(review, live_view(example.live_view), settings.policy)
     assert {v.code.value for v in verdict.violations} == {example.title}
-    assert verdict.status_code == (503 if example.title == Code.CLUSTER_STATE_UNAVAILABLE else 403)
+    assert verdict.undecided is (example.title == Code.CLUSTER_STATE_UNAVAILABLE)
     assert example.result.info == "text", f"rules.md:{example.result.line}: not a text block"
     documented = example.result.body.strip().replace("<reason>", REASON)
     assert documented in [v.render() for v in verdict.violations]

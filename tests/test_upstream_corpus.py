@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.checking import CheckResult, check_files
+from app.check import CheckResult, check_files
 from app.settings import Settings, settings_from
 
 REPO = Path(__file__).resolve().parent.parent

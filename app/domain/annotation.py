@@ -11,10 +11,12 @@ from functools import lru_cache
 from typing import Final
 
 from app.domain.fields import JsonMap, as_list, as_map
-from app.domain.violations import shown
+from app.domain.verdict import shown
 
 INTERFACES_ANNOTATION: Final = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE_ANNOTATION: Final = "networking.gke.io/default-interface"
+WIRING_KEYS: Final = (INTERFACES_ANNOTATION, DEFAULT_INTERFACE_ANNOTATION)
+"""The annotations that wire a pod; the rules read no other."""
 PRIMARY_INTERFACE: Final = "eth0"
 PRIMARY_NETWORK: Final = "default"
 # An 8-NIC annotation is ~400 characters; longer values are not kept (bounded memory).

@@ -38,6 +38,12 @@ def kind_of(group: str, kind: str) -> Kind | None:
         return None
 
 
+def trainer_kind(obj: object) -> Kind | None:
+    """The Trainer kind of an object by apiVersion group and kind, or None."""
+    group = (str_at(obj, "apiVersion") or "").partition("/")[0]
+    return kind_of(group, str_at(obj, "kind") or "")
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeRef:
     """``spec.runtimeRef`` of a TrainJob with Trainer's CRD defaults applied."""

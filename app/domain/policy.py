@@ -1,4 +1,4 @@
-"""The settings that change verdicts (SPEC section 7), as one immutable value."""
+"""The settings that change verdicts (docs/configuration.md), as one immutable value."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class OnUnverifiable(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
-    """Verdict-shaping settings; defaults are SPEC's."""
+    """Verdict-shaping settings; defaults are documented in docs/configuration.md."""
 
     recipe_runtimes: frozenset[str] = field(default=DEFAULT_RECIPE_RUNTIMES)
     not_ready: NotReady = NotReady.DENY

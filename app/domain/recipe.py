@@ -1,4 +1,4 @@
-"""The recipe ConfigMap (SPEC section 4): which mapping it delivers, and AICR's validation of it.
+"""The recipe ConfigMap (docs/rules.md): which mapping it delivers, and AICR's validation of it.
 
 YAML decoding is injected (``load_yaml``) so the core stays stdlib-only.
 """
@@ -12,7 +12,7 @@ from typing import Final
 
 from app.domain.annotation import InterfaceRef
 from app.domain.fields import as_list, as_map, map_at
-from app.domain.violations import shown
+from app.domain.verdict import shown
 
 PLAIN_KEY: Final = "tcpxoInterfaces"
 # AICR writes a RecipeResult under recipe.yaml (`aicr validate`), snapshot.yaml (`aicr recipe -o

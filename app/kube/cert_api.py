@@ -22,8 +22,8 @@ from kubernetes.client import (
     V1Secret,
 )
 
+from app.domain.cluster import ObjectName
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
-from app.domain.inventory import ObjectName
 from app.kube.lease import NOT_FOUND, TIMEOUT, read_json, status_of
 
 logger = logging.getLogger(__name__)

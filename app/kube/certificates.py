@@ -1,4 +1,4 @@
-"""The self-managed certificate controller (SPEC 9): one thread per replica, never the request path.
+"""The self-managed certificate controller: one thread per replica, never the request path.
 
 Each period (jittered) every replica reads the Secret and installs its pair into the cert dir (the
 server reloads it), then reads the webhook configuration and records which recently installed
@@ -21,7 +21,7 @@ from typing import Final, Protocol
 
 from kubernetes.client import ApiClient, CoordinationV1Api
 
-from app.domain.inventory import ObjectName
+from app.domain.cluster import ObjectName
 from app.kube.cert_api import CertApi, describe, secret_data, webhooks
 from app.kube.lease import LeaseLock
 

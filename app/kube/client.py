@@ -101,7 +101,7 @@ class ApiListWatch:
         self._read_timeout = read_timeout
 
     def list(self) -> Listing:
-        """All pages of the collection; paging bounds the JSON held at once (SPEC 10: RSS)."""
+        """All pages of the collection; paging bounds the JSON held at once (BENCHMARKS.md: RSS)."""
         objects: list[JsonMap] = []
         token: str | None = None
         while True:

@@ -15,17 +15,23 @@ from typing import Final
 import urllib3
 from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
 
-from app.documents import load_yaml
-from app.domain.cached_runtime import slim_runtime
-from app.domain.cluster import Networks, RuntimeKey, Unverifiable, runtime_key
+from app.domain.cluster import (
+    Networks,
+    ObjectName,
+    RuntimeKey,
+    Unverifiable,
+    recipe_of,
+    runtime_key,
+)
 from app.domain.fields import JsonMap, as_map, str_at
-from app.domain.inventory import ObjectName, recipe_of
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_from_object
 from app.domain.recipe import Recipe, RecipeMissing
+from app.domain.template import slim_runtime
 from app.kube.client import ApiListWatch, get_json
 from app.kube.watch_cache import DEFAULT_PACING, ListWatch, Pacing, WatchCache
 from app.metrics import CacheStatus
+from app.statefiles import load_yaml
 
 NETWORK_PLURAL: Final = "networks"
 NOT_FOUND: Final = 404
@@ -33,7 +39,7 @@ FORBIDDEN: Final = 403
 RUNTIME_GET_SECONDS: Final = 1.0
 CLUSTER_RUNTIME_PLURAL: Final = "clustertrainingruntimes"
 RUNTIME_PLURAL: Final = "trainingruntimes"
-# Never read by the rules, yet often the bulk of an object: dropped to keep RSS low (SPEC 10).
+# Never read by the rules, yet often the bulk of an object: dropped to keep RSS low (BENCHMARKS.md).
 
 
 @dataclass(frozen=True, slots=True)

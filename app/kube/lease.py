@@ -16,8 +16,8 @@ from typing import Final
 import urllib3
 from kubernetes.client import ApiException, CoordinationV1Api, V1Lease
 
+from app.domain.cluster import ObjectName
 from app.domain.fields import JsonMap, as_map, map_at, str_at
-from app.domain.inventory import ObjectName
 
 NOT_FOUND, CONFLICT = 404, 409
 TIMEOUT: Final = (5.0, 10.0)  # connect, read: seconds

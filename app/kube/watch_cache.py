@@ -1,4 +1,4 @@
-"""A list+watch cache of one API resource, kept current by a daemon thread (SPEC sections 6, 10).
+"""A list+watch cache of one API resource, kept current by a daemon thread.
 
 Readers get an immutable ``CacheState`` swapped in whole: no waiting, no I/O on the request path.
 """

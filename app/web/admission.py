@@ -19,11 +19,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import audit
 from app.domain.cluster import ClusterView, RuntimeFetch, Unverifiable, WithRuntime
-from app.domain.evaluation import evaluate, runtime_needed
+from app.domain.evaluate import evaluate, runtime_needed
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
-from app.domain.verdict import Verdict
-from app.domain.violations import Code, Violation
+from app.domain.verdict import Code, Verdict, Violation
 from app.metrics import Metrics
 from app.web.body import (
     BODY_TIMEOUT_SECONDS,

@@ -15,6 +15,8 @@ MESSAGE_MAX_BYTES: Final = 1024
 WARNING_MAX_CHARS: Final = 120
 WARNINGS_MAX_TOTAL: Final = 2048
 CAUSES_MAX: Final = 64
+FORBIDDEN: Final = 403
+SERVICE_UNAVAILABLE: Final = 503
 _REASONS: Final = {403: "Forbidden", 503: "ServiceUnavailable", 500: "InternalError"}
 
 
@@ -39,7 +41,7 @@ def subject(admission: Admission) -> str:
 
 
 def denial_status(admission: Admission, verdict: Verdict) -> dict[str, object]:
-    code = verdict.status_code
+    code = SERVICE_UNAVAILABLE if verdict.undecided else FORBIDDEN
     lines = [violation.render() for violation in verdict.violations]
     return {
         "status": "Failure",

@@ -1,4 +1,4 @@
-"""AdmissionReview v1 <-> core translation (SPEC section 5); pure functions, no I/O.
+"""AdmissionReview v1 <-> core translation; pure functions, no I/O (see docs/rules.md).
 
 Only the fields nicguard reads are looked at; the reviewed object stays a plain dict.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from app.domain.evaluation import Operation, Review
+from app.domain.evaluate import Operation, Review
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import kind_of
 

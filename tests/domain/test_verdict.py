@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.policy import NotReady, OnUnverifiable, Policy
-from app.domain.verdict import Verdict, VerdictBuilder
-from app.domain.violations import Code, Violation
+from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation
 
 
 def _v(code: Code) -> Violation:
@@ -23,24 +22,24 @@ def test_policy_defaults_are_the_spec_defaults() -> None:
 
 
 @pytest.mark.parametrize(
-    ("violations", "allowed", "status"),
+    ("violations", "allowed", "undecided"),
     [
-        pytest.param((), True, 403, id="allowed"),
-        pytest.param((_v(Code.NETWORK_NOT_FOUND),), False, 403, id="policy-denial"),
-        pytest.param((_v(Code.CLUSTER_STATE_UNAVAILABLE),), False, 503, id="cannot-decide"),
+        pytest.param((), True, False, id="allowed"),
+        pytest.param((_v(Code.NETWORK_NOT_FOUND),), False, False, id="policy-denial"),
+        pytest.param((_v(Code.CLUSTER_STATE_UNAVAILABLE),), False, True, id="cannot-decide"),
         pytest.param(
             (_v(Code.CLUSTER_STATE_UNAVAILABLE), _v(Code.DEFAULT_INTERFACE_INVALID)),
             False,
-            403,
+            False,
             id="cannot-decide-and-policy-denial",
         ),
     ],
 )
-def test_a_verdict_is_allowed_without_violations_and_503_only_when_undecidable(
-    violations: tuple[Violation, ...], allowed: bool, status: int
+def test_a_verdict_is_allowed_without_violations_and_undecided_only_when_nothing_else_denies(
+    violations: tuple[Violation, ...], allowed: bool, undecided: bool
 ) -> None:
     verdict = Verdict(violations=violations)
-    assert (verdict.allowed, verdict.status_code) == (allowed, status)
+    assert (verdict.allowed, verdict.undecided) == (allowed, undecided)
 
 
 def test_the_builder_collects_denials_waivers_and_notes_in_order() -> None:

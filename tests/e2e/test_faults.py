@@ -414,8 +414,10 @@ def test_a_trainjob_applied_with_its_runtime_is_judged_while_the_watch_lags(
     cut = faults.proxy.cut()
     wait_until(
         lambda: (
-            sum(e["event"] == "connect" for e in faults.proxy.events()[before:]) >= cut
-            and healthy(faults.nicguard)
+            (
+                sum(e["event"] == "connect" for e in faults.proxy.events()[before:]) >= cut
+                and healthy(faults.nicguard)
+            )
             or None
         ),
         timeout=RECOVERY_TIMEOUT,

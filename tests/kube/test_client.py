@@ -7,7 +7,7 @@ import json
 
 import urllib3
 
-from app.domain.cached_runtime import slim_runtime
+from app.domain.template import slim_runtime
 from app.kube.client import ApiListWatch, Listing, WatchEvent
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

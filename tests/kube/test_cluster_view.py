@@ -14,13 +14,12 @@ import pytest
 from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.annotation import InterfaceRef
-from app.domain.cached_runtime import slim_runtime
-from app.domain.cluster import ClusterView, Networks, Unverifiable
+from app.domain.cluster import ClusterView, Networks, ObjectName, Unverifiable
 from app.domain.fields import JsonMap
-from app.domain.inventory import ObjectName
 from app.domain.kinds import Kind
 from app.domain.network import Network
 from app.domain.recipe import Recipe, RecipeMissing
+from app.domain.template import slim_runtime
 from app.kube.client import ClientConfigError, Listing, WatchEvent, load_api_client
 from app.kube.cluster_view import KubeClusterView, Sources
 from app.kube.watch_cache import Pacing

@@ -13,7 +13,7 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException, V1Lease
 
-from app.domain.inventory import ObjectName
+from app.domain.cluster import ObjectName
 from app.kube.lease import LeaseLock
 
 NAME = ObjectName("nicguard-system", "nicguard-cert-writer")

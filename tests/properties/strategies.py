@@ -18,14 +18,13 @@ from hypothesis import strategies as st
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterSnapshot, Networks, RuntimeKey, Unverifiable, runtime_key
-from app.domain.evaluation import Operation
+from app.domain.evaluate import Operation
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.network import Network
 from app.domain.policy import NotReady, OnUnverifiable, Policy
 from app.domain.recipe import RECIPE_KEYS, Recipe, RecipeMissing
-from app.domain.verdict import Verdict
-from app.domain.violations import Code, Violation
+from app.domain.verdict import Code, Verdict, Violation
 from tests.builders import (
     DEFAULT_INTERFACE,
     GPU_NICS,
@@ -542,7 +541,7 @@ def assert_well_formed(verdict: Verdict) -> None:
     assert len(verdict.warnings) >= len(verdict.waived)
     assert isinstance(verdict.recipe, str)
     assert verdict.allowed is (not verdict.violations)
-    assert verdict.status_code in (403, 503)
+    assert verdict.undecided is (verdict.undecided and not verdict.allowed)
 
 
 def codes_of(verdict: Verdict) -> set[Code]:

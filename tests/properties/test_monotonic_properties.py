@@ -16,7 +16,7 @@ from typing import Final
 from hypothesis import given, settings, strategies as st
 
 from app.domain.cluster import ClusterSnapshot, Unverifiable
-from app.domain.evaluation import Operation, evaluate
+from app.domain.evaluate import Operation, evaluate
 from app.domain.policy import Policy
 from app.domain.verdict import Verdict
 from tests.builders import (

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from hypothesis import given, settings, strategies as st
 
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
-from app.domain.evaluation import Operation, evaluate
+from app.domain.evaluate import Operation, evaluate
 from app.domain.fields import JsonMap
-from app.domain.overlay import trainjob_wiring
 from app.domain.policy import Policy
 from app.domain.template import PodTemplate, node_template
-from app.domain.wiring import Wiring
+from app.domain.wiring import Wiring, trainjob_wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, runtime, trainjob
 from tests.properties.strategies import (
     RUNTIME_KEYS,

@@ -1,10 +1,10 @@
-"""Violation codes, rendering and the escaping of user-supplied names (app.domain.violations)."""
+"""Violation codes, rendering and the escaping of user-supplied names (app.domain.verdict)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.domain.violations import Code, Violation, shown
+from app.domain.verdict import Code, Violation, shown
 
 
 def test_the_violation_codes_are_exactly_the_spec_list() -> None:

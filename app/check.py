@@ -7,16 +7,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.documents import load_yaml
-from app.domain.cluster import ClusterSnapshot, RuntimeKey, runtime_key
-from app.domain.evaluation import Operation, Review, evaluate
+from app.domain.cluster import (
+    ClusterSnapshot,
+    RuntimeKey,
+    runtime_key,
+    snapshot_of,
+    with_runtimes,
+)
+from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.fields import JsonMap, str_at
-from app.domain.inventory import snapshot_of, trainer_kind, with_runtimes
-from app.domain.kinds import Kind
-from app.domain.verdict import Verdict
-from app.domain.violations import shown
-from app.files.loader import SourcedObject, iter_objects, load_objects
+from app.domain.kinds import Kind, trainer_kind
+from app.domain.verdict import Verdict, shown
 from app.settings import Settings
+from app.statefiles import SourcedObject, iter_objects, load_objects, load_yaml
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.fields import str_at
-from app.files.loader import StateFileError, load_objects
+from app.statefiles import StateFileError, load_objects
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 NET = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}

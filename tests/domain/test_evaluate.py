@@ -1,11 +1,11 @@
-"""One admission request judged per SPEC section 1 (app.domain.evaluation)."""
+"""One admission request judged per SPEC section 1 (app.domain.evaluate)."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.domain.cluster import WithRuntime
-from app.domain.evaluation import Operation, Review, evaluate, runtime_needed, skip_reason
+from app.domain.evaluate import Operation, Review, evaluate, runtime_needed, skip_reason
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy

@@ -1,4 +1,4 @@
-"""Structural rules of a wired pod template (SPEC section 3): shape, names, duplicates.
+"""Structural rules of a wired pod template: shape, names, duplicates (docs/rules.md).
 
 These need no cluster state; they also yield the secondary entries for the other rules.
 """
@@ -19,7 +19,7 @@ from app.domain.annotation import (
     InterfaceRef,
     parse_interfaces,
 )
-from app.domain.violations import Code, Violation, shown
+from app.domain.verdict import Code, Violation, shown
 from app.domain.wiring import Wiring
 
 # GKE's two names of the pod network: "pod-network" is the older one (gke-networking-api
@@ -42,7 +42,7 @@ class Structure:
     secondaries: tuple[InterfaceRef, ...] | None
 
 
-def check_structure(wiring: Wiring) -> Structure:
+def structure_of(wiring: Wiring) -> Structure:
     """Apply every structural rule to a wired template; never raises."""
     violations = list(_default_interface(wiring))
     assert wiring.interfaces is not None  # noqa: S101 - callers pass wired templates only

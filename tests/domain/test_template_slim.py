@@ -1,13 +1,12 @@
-"""What a cluster view keeps of a runtime (app.domain.cached_runtime.slim_runtime)."""
+"""What a cluster view keeps of a runtime (app.domain.template.slim_runtime)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.domain.cached_runtime import slim_runtime
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.template import PodTemplate, node_template
+from app.domain.template import PodTemplate, node_template, slim_runtime
 from app.domain.wiring import template_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.cached_runtime import slim_runtime
-from app.domain.evaluation import Operation, evaluate
+from app.domain.evaluate import Operation, evaluate
 from app.domain.policy import Policy
-from app.domain.template import PodTemplate, wired_jobs, wired_templates
+from app.domain.template import PodTemplate, slim_runtime, wired_jobs, wired_templates
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,

@@ -1,4 +1,4 @@
-"""Structural rules of a wired node template (app.domain.structure, SPEC section 3)."""
+"""Structural rules of a wired node template (app.domain.rules.structure, SPEC section 3)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.domain.annotation import InterfaceRef
-from app.domain.structure import Structure, check_structure
+from app.domain.rules.structure import Structure, structure_of
 from app.domain.template import PodTemplate, node_template
 from app.domain.wiring import template_wiring
 from tests.builders import (
@@ -28,7 +28,7 @@ DEFAULT_PATH = f"{ANNOTATIONS_PATH}[{DEFAULT_INTERFACE}]"
 def _check(annotations: dict[str, object]) -> Structure:
     template = node_template(runtime(annotations=annotations))
     assert isinstance(template, PodTemplate)
-    return check_structure(template_wiring(template))
+    return structure_of(template_wiring(template))
 
 
 def _codes(structure: Structure) -> tuple[str, ...]:

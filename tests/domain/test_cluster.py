@@ -1,16 +1,23 @@
-"""Sorting plain objects into a cluster snapshot (app.domain.inventory, app.domain.cluster)."""
+"""Sorting plain objects into a cluster snapshot (app.domain.cluster, app.domain.cluster)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.documents import load_yaml
-from app.domain.cached_runtime import slim_runtime
-from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable, runtime_key
-from app.domain.inventory import ObjectName, snapshot_of, trainer_kind, with_runtimes
-from app.domain.kinds import Kind
+from app.domain.cluster import (
+    ClusterSnapshot,
+    Networks,
+    ObjectName,
+    Unverifiable,
+    runtime_key,
+    snapshot_of,
+    with_runtimes,
+)
+from app.domain.kinds import Kind, trainer_kind
 from app.domain.network import Network
 from app.domain.recipe import Recipe, RecipeMissing
+from app.domain.template import slim_runtime
+from app.statefiles import load_yaml
 from tests.builders import RECIPE_NAME, configmap, network, plain_recipe, runtime, trainjob
 
 
@@ -135,7 +142,7 @@ def test_runtimes_are_keyed_by_kind_namespace_and_name() -> None:
     tr = runtime("tr", kind=Kind.TRAINING_RUNTIME, namespace="team")
     nameless = runtime("x") | {"metadata": {}}
     snapshot = _snapshot(ctr, ctr_with_namespace, tr, nameless, trainjob(), "junk", None)
-    # What is kept is the slim copy (app.domain.cached_runtime, tested there).
+    # What is kept is the slim copy (app.domain.template, tested there).
     assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "anywhere", "ctr") == slim_runtime(ctr)
     assert snapshot.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "ctr2") == slim_runtime(
         ctr_with_namespace

@@ -18,15 +18,13 @@ from typing import TYPE_CHECKING, Final
 
 import uvicorn
 
-from app.documents import load_yaml
-from app.domain.cluster import ClusterView
-from app.domain.inventory import snapshot_of
-from app.files.loader import iter_objects
+from app.domain.cluster import ClusterView, snapshot_of
 from app.heap import freeze_startup, sweep_cycles
 from app.logs import configure_logging
 from app.metrics import CacheStatus, Metrics
 from app.serve_settings import ServeOptions, serve_options
 from app.settings import Settings
+from app.statefiles import iter_objects, load_yaml
 from app.tls import (
     CertReloader,
     Lifetimes,

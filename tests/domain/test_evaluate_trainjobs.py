@@ -1,4 +1,4 @@
-"""Judging TrainJobs through their runtime (app.domain.assessment, SPEC section 2)."""
+"""Judging TrainJobs through their runtime (app.domain.evaluate, SPEC section 2)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.domain.assessment import assess
 from app.domain.cluster import ClusterSnapshot, Unverifiable
+from app.domain.evaluate import evaluate_object
 from app.domain.kinds import Kind
 from app.domain.policy import OnUnverifiable, Policy
 from app.domain.verdict import Verdict
@@ -41,7 +41,7 @@ BROKEN = [override({INTERFACES: "not json"})]
 
 
 def _assess(job: dict[str, object], view: ClusterSnapshot, policy: Policy | None = None) -> Verdict:
-    return assess(Kind.TRAIN_JOB, job, "team", view, policy or Policy()).verdict
+    return evaluate_object(Kind.TRAIN_JOB, job, "team", view, policy or Policy()).verdict
 
 
 def test_a_trainjob_inherits_a_correct_runtime_wiring() -> None:
@@ -163,7 +163,7 @@ def test_a_training_runtime_is_looked_up_in_the_trainjob_namespace(
 ) -> None:
     tr = runtime("tr", kind=Kind.TRAINING_RUNTIME, annotations=wired([("eth1", "absent")]))
     job = trainjob(ref={"name": "tr", "kind": "TrainingRuntime"}, namespace=job_namespace)
-    verdict = assess(Kind.TRAIN_JOB, job, job_namespace, snapshot(tr), Policy()).verdict
+    verdict = evaluate_object(Kind.TRAIN_JOB, job, job_namespace, snapshot(tr), Policy()).verdict
     assert codes(verdict) == (("NetworkNotFound",) if found else ())
     assert ("not found" in messages(verdict)) is not found
 

@@ -1,4 +1,4 @@
-"""Object -> cluster leg: every Network the object names must exist and be usable.
+"""Networks: every Network an object names must exist and be usable, and the API be served.
 
 AICR gkenet ``VerifyNetworksExist``: a set comparison on names, never positional.
 """
@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Final
 
 from app.domain.annotation import InterfaceRef
-from app.domain.cluster import Networks
+from app.domain.cluster import ClusterView, Networks, Unverifiable
 from app.domain.network import NETWORK_GROUP, NETWORK_VERSION
-from app.domain.structure import RESERVED_NETWORKS
-from app.domain.violations import Code, Violation, shown
+from app.domain.policy import NotReady, Policy
+from app.domain.rules import cannot_decide
+from app.domain.rules.structure import RESERVED_NETWORKS
+from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
 _LISTED_MAX: Final = 12
@@ -76,3 +78,38 @@ def _listing(names: list[str]) -> str:
     shown_names = ", ".join(shown(name) for name in names[:_LISTED_MAX])
     extra = len(names) - _LISTED_MAX
     return f"{shown_names} and {extra} more" if extra > 0 else shown_names
+
+
+def network_view(
+    wiring: Wiring, view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> Networks | None:
+    """The Network view, or None after reporting why Networks cannot be checked."""
+    # Any wired object needs the Network API served (NetworkInterface references too), so the
+    # Network view is consulted even when no entry names a Network.
+    networks = view.networks()
+    if isinstance(networks, Unverifiable):
+        cannot_decide(
+            out, policy, wiring.interfaces_path(), f"Networks cannot be listed: {networks.reason}"
+        )
+        return None
+    if not networks.served:
+        out.deny(api_not_served(wiring))
+        return None
+    return networks
+
+
+def network_findings(
+    wiring: Wiring,
+    secondaries: tuple[InterfaceRef, ...],
+    networks: Networks,
+    policy: Policy,
+    out: VerdictBuilder,
+) -> None:
+    """NetworkNotFound and NetworkNotReady (denied, or a warning under ``not-ready=warn``)."""
+    targets = network_targets(secondaries)
+    missing = missing_networks(wiring, targets, networks)
+    if missing is not None:
+        out.deny(missing)
+    unusable = unusable_networks(wiring, targets, networks)
+    if unusable is not None:
+        out.judge(unusable, enforce=policy.not_ready is NotReady.DENY)

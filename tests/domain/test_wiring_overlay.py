@@ -1,12 +1,11 @@
-"""A TrainJob's effective node annotations: runtime overlaid by its patches (app.domain.overlay)."""
+"""A TrainJob's effective node annotations: runtime overlaid by its patches (app.domain.wiring)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.domain.overlay import trainjob_wiring
 from app.domain.template import PodTemplate, node_template
-from app.domain.wiring import Wiring
+from app.domain.wiring import Wiring, trainjob_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
     INTERFACES,

@@ -1,0 +1,257 @@
+"""Evaluating one admission request: what is evaluated, every rule on every wired template, and
+UPDATE grandfathering. The one entry point of the rules (docs/rules.md, docs/architecture.md).
+
+Runtimes are evaluated on their own wired templates; TrainJobs on their runtime's, overlaid by
+their own patches. Every applicable rule reports; the result is a Verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from app.domain.annotation import InterfaceRef
+from app.domain.cluster import ClusterView, RuntimeKey, Unverifiable, runtime_key
+from app.domain.fields import FieldPath, JsonMap, map_at
+from app.domain.kinds import Kind, runtime_ref_of
+from app.domain.policy import Policy
+from app.domain.rules import cannot_decide
+from app.domain.rules.networks import network_findings, network_view
+from app.domain.rules.recipe import recipe_candidate, recipe_divergence, recorded_mapping, unwired
+from app.domain.rules.structure import structure_of
+from app.domain.template import (
+    LAUNCHER_JOB,
+    NODE_JOB,
+    PodTemplate,
+    PodTemplateMissing,
+    wired_templates,
+)
+from app.domain.verdict import Verdict, VerdictBuilder, shown
+from app.domain.wiring import Wiring, template_wiring, trainjob_wiring
+
+_RUNTIME_REF = "spec.runtimeRef"
+
+
+class Operation(StrEnum):
+    """AdmissionReview operations."""
+
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Review:
+    """The parts of an admission request the rules need.
+
+    ``kind`` is None for objects nicguard does not judge; ``obj`` is required for CREATE/UPDATE.
+    """
+
+    operation: Operation
+    kind: Kind | None
+    namespace: str = ""
+    obj: JsonMap | None = None
+    old_obj: JsonMap | None = None
+    subresource: str = ""
+
+
+def skip_reason(review: Review) -> str | None:
+    """Why a request is allowed without evaluation, or None when it must be judged."""
+    if review.operation not in (Operation.CREATE, Operation.UPDATE):
+        return f"{review.operation} is not checked"
+    if review.subresource:
+        return f"subresource {review.subresource} is not checked"
+    if review.kind is None:
+        return "not a Trainer runtime or TrainJob"
+    metadata = map_at(review.obj, "metadata")
+    if metadata is not None and metadata.get("deletionTimestamp"):
+        return "object is being deleted"
+    return None
+
+
+def runtime_needed(review: Review) -> RuntimeKey | None:
+    """The runtime a TrainJob request is judged against, or None for every other request."""
+    if review.kind is not Kind.TRAIN_JOB or review.obj is None or skip_reason(review):
+        return None
+    ref = runtime_ref_of(review.obj)
+    kind = None if ref is None else ref.runtime_kind()
+    if ref is None or kind is None:
+        return None
+    return runtime_key(kind, review.namespace, ref.name)
+
+
+def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:
+    """The verdict for one request; never raises for any input."""
+    if skip_reason(review) is not None or review.kind is None or review.obj is None:
+        return Verdict()
+    current = evaluate_object(review.kind, review.obj, review.namespace, view, policy)
+    verdict = current.verdict
+    if review.operation is not Operation.UPDATE or verdict.allowed or review.old_obj is None:
+        return verdict
+    previous = evaluate_object(review.kind, review.old_obj, review.namespace, view, policy)
+    if previous.fingerprint != current.fingerprint:
+        return verdict  # the update changes the wiring: full verdict
+    return _grandfather(verdict, previous.verdict)
+
+
+def _grandfather(verdict: Verdict, previous: Verdict) -> Verdict:
+    """Downgrade violations the old object already had to warnings."""
+    had = {violation.code for violation in (*previous.violations, *previous.waived)}
+    kept = tuple(v for v in verdict.violations if v.code not in had)
+    inherited = tuple(v for v in verdict.violations if v.code in had)
+    return replace(
+        verdict,
+        violations=kept,
+        waived=verdict.waived + inherited,
+        warnings=verdict.warnings
+        + tuple(f"pre-existing, wiring unchanged: {v.render()}" for v in inherited),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A verdict plus the wiring fingerprint that UPDATE grandfathering compares."""
+
+    verdict: Verdict
+    fingerprint: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Subject:
+    """One wired template of the judged object: its job, its wiring, or why it has none."""
+
+    job: str
+    wiring: Wiring
+    missing: PodTemplateMissing | None = None
+
+    def fingerprint(self) -> tuple[object, ...]:
+        # Losing or gaining the pod template changes the wiring even when both lack annotations.
+        if self.missing is not None:
+            return (self.job, "no pod template")
+        return (self.job, *self.wiring.fingerprint())
+
+
+def evaluate_object(
+    kind: Kind, obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
+) -> Evaluation:
+    """Judge a ClusterTrainingRuntime, TrainingRuntime or TrainJob; never raises."""
+    if kind is Kind.TRAIN_JOB:
+        return _evaluate_trainjob(obj, namespace, view, policy)
+    subjects = tuple(
+        _Subject(t.job, template_wiring(t))
+        if isinstance(t, PodTemplate)
+        else _Subject(t.job, Wiring(None, None, t.path), t)
+        for t in wired_templates(obj)
+    )
+    out = VerdictBuilder()
+    _evaluate_templates(
+        subjects,
+        candidate=recipe_candidate(kind, obj, policy),
+        view=view,
+        policy=policy,
+        out=out,
+    )
+    return Evaluation(out.build(), tuple(s.fingerprint() for s in subjects))
+
+
+def _evaluate_trainjob(
+    obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
+) -> Evaluation:
+    out = VerdictBuilder()
+    ref = runtime_ref_of(obj)
+    fingerprint: tuple[object, ...] = (ref,)
+    runtime_kind = ref.runtime_kind() if ref is not None else None
+    if ref is None or runtime_kind is None:
+        named = "has no name" if ref is None else f"names {shown(ref.describe())}"
+        out.note(f"spec.runtimeRef {named}, not a Trainer runtime; wiring not checked")
+        return Evaluation(out.build(), fingerprint)
+    runtime = view.runtime(runtime_kind, namespace, ref.name)
+    if isinstance(runtime, Unverifiable):
+        # The TrainJob's own patches still count: an UPDATE that changes them changes the wiring.
+        fingerprint = (
+            ref,
+            *(trainjob_wiring(obj, None, job).fingerprint() for job in (NODE_JOB, LAUNCHER_JOB)),
+        )
+        cannot_decide(
+            out,
+            policy,
+            _RUNTIME_REF,
+            f"the runtime {shown(ref.describe())} cannot be looked up: {runtime.reason}",
+        )
+        return Evaluation(out.build(), fingerprint)
+    if runtime is None:
+        out.note(f"runtime {shown(ref.describe())} not found; wiring not checked")
+        return Evaluation(out.build(), fingerprint)
+    subjects = tuple(
+        _Subject(t.job, trainjob_wiring(obj, t, t.job))
+        if isinstance(t, PodTemplate)
+        else _Subject(
+            t.job,
+            trainjob_wiring(obj, None, t.job),
+            PodTemplateMissing(
+                f"runtime {shown(ref.describe())}: {t.reason}", FieldPath(_RUNTIME_REF), t.job
+            ),
+        )
+        for t in wired_templates(runtime)
+    )
+    candidate = recipe_candidate(runtime_kind, runtime, policy)
+    _evaluate_templates(subjects, candidate=candidate, view=view, policy=policy, out=out)
+    return Evaluation(out.build(), (ref, *(s.wiring.fingerprint() for s in subjects)))
+
+
+def _evaluate_templates(
+    subjects: tuple[_Subject, ...],
+    *,
+    candidate: bool,
+    view: ClusterView,
+    policy: Policy,
+    out: VerdictBuilder,
+) -> None:
+    """Every rule on every wired template; findings name the job when there are several."""
+    recorded = recorded_mapping(subjects[0].wiring, view, policy, out) if candidate else None
+    named = len(subjects) > 1
+    checked: list[tuple[Wiring, tuple[InterfaceRef, ...], VerdictBuilder]] = []
+    for subject in subjects:
+        scoped = out.scoped(f"{subject.job} job: " if named else "")
+        secondaries = _evaluate_template(subject, recorded, recipe_ref=out.recipe, out=scoped)
+        if secondaries is not None:
+            checked.append((subject.wiring, secondaries, scoped))
+    if not checked:
+        return
+    # The Network view answers for the whole object: when it cannot, that is said once.
+    networks = network_view(checked[0][0], view, policy, out)
+    if networks is None:
+        return
+    for wiring, secondaries, scoped in checked:
+        network_findings(wiring, secondaries, networks, policy, scoped)
+
+
+def _evaluate_template(
+    subject: _Subject,
+    recorded: tuple[InterfaceRef, ...] | None,
+    *,
+    recipe_ref: str,
+    out: VerdictBuilder,
+) -> tuple[InterfaceRef, ...] | None:
+    """Structure and recipe rules of one template; its secondaries when Networks are next."""
+    wiring = subject.wiring
+    if not wiring.wired:
+        if recorded is not None:
+            out.deny(unwired(subject.job, subject.wiring, subject.missing))
+        return None
+    structure = structure_of(wiring)
+    for violation in structure.violations:
+        out.deny(violation)
+    if structure.secondaries is None:
+        return None
+    for position, entry in enumerate(structure.secondaries, start=1):
+        if entry.interface is not None:
+            out.note(f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked")
+    if recorded is not None:
+        divergence = recipe_divergence(
+            wiring, structure.secondaries, recorded, recipe_ref=recipe_ref
+        )
+        if divergence is not None:
+            out.deny(divergence)
+    return structure.secondaries

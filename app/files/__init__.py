@@ -1,1 +1,0 @@
-"""File-mode adapter: the cluster view and checked objects read from YAML/JSON files."""
