@@ -2,5 +2,5 @@
 
 Layers, outermost first: ``app.cli`` -> ``app.serve`` -> adapters (``app.web``, ``app.kube``,
 ``app.files``, ``app.tls``) -> services (``app.audit``, ``app.metrics``, ``app.logs``,
-``app.settings``) -> ``app.domain`` (pure rules, stdlib only). Imports only point inwards.
+``app.config``) -> ``app.domain`` (pure rules, stdlib only). Imports only point inwards.
 """

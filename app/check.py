@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.config import Settings
 from app.domain.cluster import (
     ClusterSnapshot,
     RuntimeKey,
@@ -18,7 +19,6 @@ from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind, trainer_kind
 from app.domain.verdict import Verdict, shown
-from app.settings import Settings
 from app.statefiles import SourcedObject, iter_objects, load_objects, load_yaml
 
 

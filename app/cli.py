@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.check import check_files, render_json, render_text
+from app.config import POLICY_OPTIONS, SettingsError, add_options, add_serve_options, settings_from
 from app.kube.client import ClientConfigError
-from app.serve_settings import add_serve_options
-from app.settings import POLICY_OPTIONS, SettingsError, add_options, settings_from
 from app.statefiles import StateFileError
 from app.tls import TLSConfigError
 
@@ -34,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _ignore(message: str) -> None:
+    del message
+
+
 def _note(message: str) -> None:
     print(f"nicguard: {message}", file=sys.stderr)  # noqa: T201
 
@@ -47,7 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.serve import serve
 
             return serve(args, settings, os.environ)
-        results = check_files(args.state, args.files, settings, note=_note)
+        # Notes (objects not judged) are informational: shown at log-level info and debug.
+        quiet = settings.log_level not in ("debug", "info")
+        results = check_files(args.state, args.files, settings, note=_ignore if quiet else _note)
     except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:
         print(f"nicguard: {error}", file=sys.stderr)  # noqa: T201
         return EXIT_INPUT

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Final
 
 import uvicorn
 
+from app.config import ServeOptions, Settings, serve_options
 from app.domain.cluster import ClusterView, snapshot_of
 from app.heap import freeze_startup, sweep_cycles
 from app.logs import configure_logging
 from app.metrics import CacheStatus, Metrics
-from app.serve_settings import ServeOptions, serve_options
-from app.settings import Settings
 from app.statefiles import iter_objects, load_yaml
 from app.tls import (
     CertReloader,

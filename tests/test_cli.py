@@ -281,3 +281,12 @@ def test_the_rdma_layouts_gke_documents_are_allowed_on_a_gb200_cluster() -> None
         "",
         "2 checked, 2 allowed, 0 denied",
     ]
+
+
+def test_log_level_warning_leaves_out_the_notes_of_check(tmp_path: Path) -> None:
+    other = tmp_path / "network.yaml"
+    other.write_text("apiVersion: networking.gke.io/v1\nkind: Network\nmetadata: {name: n}\n")
+    noted = nicguard("check", "--state", STATE, str(other))
+    assert noted.stderr.startswith(f"nicguard: {other}: document 1: networking.gke.io/v1 Network n")
+    quiet = nicguard("check", "--state", STATE, "--log-level", "warning", str(other))
+    assert (quiet.returncode, quiet.stderr) == (0, "")

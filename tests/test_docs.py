@@ -10,7 +10,7 @@ against the examples/cluster state with one part made unavailable (<view>), and 
 after them is the message with ``<reason>`` standing for the cache's reason. The AdmissionReview
 response and the kubectl line of "How a denial looks" are rebuilt with app.web.response.
 
-docs/configuration.md: every setting of app/settings.py and app/serve_settings.py has a table row
+docs/configuration.md: every setting of app/config.py and app/config.py has a table row
 with its flag, variable, default and the commands that honour it (read from the parser); every
 quoted bad value produces the quoted error line.
 """
@@ -32,12 +32,18 @@ import yaml
 
 from app.check import check_files, render_text
 from app.cli import build_parser
+from app.config import (
+    POLICY_OPTIONS,
+    SERVE_OPTIONS,
+    Option,
+    SettingsError,
+    serve_options,
+    settings_from,
+)
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable, snapshot_of
 from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.kinds import trainer_kind
 from app.domain.verdict import Code, Verdict
-from app.serve_settings import SERVE_OPTIONS, serve_options
-from app.settings import POLICY_OPTIONS, Option, SettingsError, settings_from
 from app.statefiles import iter_objects, load_yaml
 from app.web.response import review_response
 from app.web.review import admission_from_body

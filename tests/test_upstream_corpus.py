@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from app.check import CheckResult, check_files
-from app.settings import Settings, settings_from
+from app.config import Settings, settings_from
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = REPO / "tests" / "fixtures" / "upstream"

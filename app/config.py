@@ -1,6 +1,7 @@
-"""Settings: each is a ``--flag`` and a ``NICGUARD_*`` variable; flags win, then env, then default.
+"""Configuration: each setting is a ``--flag`` and a ``NICGUARD_*`` variable; flag, env, default.
 
-Bad values fail at start with a message naming the setting and where the value came from.
+Bad values fail at start with one line naming the setting, the value and where it came from.
+The settings of every command, then those of ``serve`` only (docs/configuration.md lists them all).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Final, TypeVar
@@ -44,16 +45,29 @@ class Option:
         return self.name.replace("-", "_")
 
 
+_POLICY: Final = Policy()
+"""The defaults of the verdict-shaping settings are the Policy's own (not written twice)."""
+
 POLICY_OPTIONS: Final = (
     Option(
         "recipe-configmap", "nicguard-system/nicguard-recipe", "recipe ConfigMap namespace/name"
     ),
-    Option("recipe-runtimes", "torch-distributed-tcpxo", "comma list of recipe-bound CTR names"),
-    Option("not-ready", "deny", "deny|warn: a Network that exists but is not usable"),
     Option(
-        "recipe-required", "true", "true|false: deny recipe-bound objects when the recipe is absent"
+        "recipe-runtimes",
+        ",".join(sorted(_POLICY.recipe_runtimes)),
+        "comma list of recipe-bound CTR names",
     ),
-    Option("on-unverifiable", "deny", "deny|allow: when nicguard cannot decide"),
+    Option(
+        "not-ready", _POLICY.not_ready.value, "deny|warn: a Network that exists but is not usable"
+    ),
+    Option(
+        "recipe-required",
+        str(_POLICY.recipe_required).lower(),
+        "true|false: deny recipe-bound objects when the recipe is absent",
+    ),
+    Option(
+        "on-unverifiable", _POLICY.on_unverifiable.value, "deny|allow: when nicguard cannot decide"
+    ),
     Option("log-level", "info", "|".join(LOG_LEVELS)),
 )
 
@@ -226,6 +240,12 @@ def _name(value: str) -> str:
     return value.strip()
 
 
+def _directory(value: str) -> Path:
+    if not value.strip():
+        raise ValueError("expected a directory")
+    return Path(value)
+
+
 def parse_path(value: str) -> Path | None:
     return Path(value) if value else None
 
@@ -252,3 +272,76 @@ def _log_level(value: str) -> str:
     if lowered not in LOG_LEVELS:
         raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}")
     return lowered
+
+
+SERVE_OPTIONS: Final = (
+    Option("port", "8443", "HTTPS port of POST /validate"),
+    Option("probe-port", "8080", "plain-HTTP port of /healthz, /readyz and /metrics"),
+    Option("host", "0.0.0.0", "address to bind"),  # noqa: S104 - a pod serves on all interfaces
+    Option("state", "", "file or directory of cluster state: file mode (unset: Kubernetes mode)"),
+    Option("tls-cert", "", "serving certificate (PEM); with --tls-key"),
+    Option("tls-key", "", "serving key (PEM); with --tls-cert"),
+    Option("cert-dir", "certs", "where a self-signed CA and serving cert are kept/generated"),
+    Option("service-name", "nicguard", "Service name, for the generated certificate's SANs"),
+    Option("service-namespace", "nicguard-system", "Service namespace, for the SANs"),
+    Option("client-ca", "", "require apiserver client certificates signed by this CA"),
+    Option("shutdown-delay", "0", "seconds to keep serving after SIGTERM while unready"),
+    Option("sync-timeout", "60", "seconds to wait for the caches before serving anyway"),
+    Option("cert-period", "10", "seconds between certificate checks (Secret, caBundle, files)"),
+    *CERT_OPTIONS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    port: int
+    probe_port: int
+    host: str
+    state: Path | None
+    tls_cert: Path | None
+    tls_key: Path | None
+    cert_dir: Path
+    hosts: tuple[str, ...]
+    client_ca: Path | None
+    shutdown_delay: float
+    sync_timeout: float
+    cert_period: float
+    certs: CertSettings | None  # the self-managed certificate controller, when on
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, SERVE_OPTIONS)
+
+
+def serve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeOptions:
+    raw = resolve(args, environ, SERVE_OPTIONS)
+    name = parse_value(raw, "service-name", str)
+    namespace = parse_value(raw, "service-namespace", str)
+    options = ServeOptions(
+        port=parse_value(raw, "port", parse_port),
+        probe_port=parse_value(raw, "probe-port", parse_port),
+        host=parse_value(raw, "host", str),
+        state=parse_value(raw, "state", parse_path),
+        tls_cert=parse_value(raw, "tls-cert", parse_path),
+        tls_key=parse_value(raw, "tls-key", parse_path),
+        cert_dir=parse_value(raw, "cert-dir", _directory),
+        hosts=(
+            "localhost",
+            "127.0.0.1",
+            name,
+            f"{name}.{namespace}",
+            f"{name}.{namespace}.svc",
+            f"{name}.{namespace}.svc.cluster.local",
+        ),
+        client_ca=parse_value(raw, "client-ca", parse_path),
+        shutdown_delay=parse_value(raw, "shutdown-delay", parse_seconds),
+        sync_timeout=parse_value(raw, "sync-timeout", parse_seconds),
+        cert_period=parse_value(raw, "cert-period", parse_period),
+        certs=None,
+    )
+    if (options.tls_cert is None) != (options.tls_key is None):
+        raise SettingsError("tls-cert and tls-key must be given together")
+    kubernetes, own_tls = options.state is None, options.tls_cert is not None
+    return replace(
+        options, certs=cert_settings(raw, environ, kubernetes=kubernetes, own_tls=own_tls)
+    )
