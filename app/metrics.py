@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from app.domain.cluster import CacheStatus
 from app.domain.verdict import Verdict
 
 # Admission latencies are sub-millisecond to a few ms; the apiserver's own webhook buckets
 # (5 ms .. 25 s) are too coarse below 5 ms.
 _BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-
-
-@dataclass(frozen=True, slots=True)
-class CacheStatus:
-    """One cluster-state cache as the probes and metrics see it."""
-
-    name: str
-    synced: bool
-    served: bool = True
-    last_event_age_seconds: float | None = None
-    error: str | None = None
 
 
 class _CacheCollector(Collector):

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Final
 import uvicorn
 
 from app.config import ServeOptions, Settings, serve_options
-from app.domain.cluster import ClusterView, snapshot_of
+from app.domain.cluster import CacheStatus, ClusterView, snapshot_of
 from app.heap import freeze_startup, sweep_cycles
 from app.logs import configure_logging
-from app.metrics import CacheStatus, Metrics
+from app.metrics import Metrics
 from app.statefiles import iter_objects, load_yaml
 from app.tls import (
     CertReloader,

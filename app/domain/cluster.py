@@ -31,6 +31,18 @@ class Networks:
     served: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class CacheStatus:
+    """What a view says of one of its sources (a watch cache, the state files): probes and
+    metrics read it."""
+
+    name: str
+    synced: bool
+    served: bool = True
+    last_event_age_seconds: float | None = None
+    error: str | None = None
+
+
 class ClusterView(Protocol):
     """A read-only snapshot source for the rules."""
 

@@ -18,6 +18,7 @@ from kubernetes import config
 from kubernetes.client import ApiClient, Configuration
 
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
+from app.kube.errors import raw_response, read_body
 
 ListCall = Callable[..., object]
 """A generated ``list_*`` method with its path arguments bound (``functools.partial``)."""
@@ -105,7 +106,7 @@ class ApiListWatch:
         objects: list[JsonMap] = []
         token: str | None = None
         while True:
-            response = _raw(
+            body = read_body(
                 self._call(
                     limit=self._page_size,
                     _continue=token,
@@ -113,10 +114,6 @@ class ApiListWatch:
                     _request_timeout=(self._connect_timeout, self._read_timeout),
                 )
             )
-            try:
-                body: object = json.loads(response.data)
-            finally:
-                response.release_conn()
             raw_items = as_list(value_at(body, "items")) or ()
             objects.extend(
                 self._trimmed(obj) for raw in raw_items if (obj := as_map(raw)) is not None
@@ -129,7 +126,7 @@ class ApiListWatch:
 
     def watch(self, resource_version: str) -> Iterator[WatchEvent]:
         """Open the watch now (HTTP errors raise here); events are read lazily."""
-        response = _raw(
+        response = raw_response(
             self._call(
                 watch=True,
                 resource_version=resource_version,
@@ -167,17 +164,7 @@ class ApiListWatch:
 def get_json(call: Callable[..., object], *, timeout: float) -> object:
     """One GET through a generated ``get_*`` method (path arguments bound), decoded; raises
     ``ApiException`` for HTTP errors and urllib3/OS errors for transport failures."""
-    response = _raw(call(_preload_content=False, _request_timeout=timeout))
-    try:
-        return json.loads(response.data)
-    finally:
-        response.release_conn()
-
-
-def _raw(response: object) -> urllib3.BaseHTTPResponse:
-    if not isinstance(response, urllib3.BaseHTTPResponse):
-        raise TypeError(f"expected a raw HTTP response, got {type(response).__name__}")
-    return response
+    return read_body(call(_preload_content=False, _request_timeout=timeout))
 
 
 def _events(response: urllib3.BaseHTTPResponse) -> Iterator[WatchEvent]:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
-import urllib3
 from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
 
 from app.domain.cluster import (
+    CacheStatus,
     Networks,
     ObjectName,
     RuntimeKey,
@@ -29,13 +29,11 @@ from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.template import slim_runtime
 from app.kube.client import ApiListWatch, get_json
+from app.kube.errors import FORBIDDEN, NOT_FOUND, TRANSPORT_ERRORS, status_of, summary
 from app.kube.watch_cache import DEFAULT_PACING, ListWatch, Pacing, WatchCache
-from app.metrics import CacheStatus
 from app.statefiles import load_yaml
 
 NETWORK_PLURAL: Final = "networks"
-NOT_FOUND: Final = 404
-FORBIDDEN: Final = 403
 RUNTIME_GET_SECONDS: Final = 1.0
 CLUSTER_RUNTIME_PLURAL: Final = "clustertrainingruntimes"
 RUNTIME_PLURAL: Final = "trainingruntimes"
@@ -153,21 +151,20 @@ class KubeClusterView:
         Blocking, at most ``RUNTIME_GET_SECONDS`` per attempt: callers run it off their loop."""
         if self._get_runtime is None:
             return None
+        described = _described(kind, namespace, name)
         try:
             body = self._get_runtime(kind, namespace, name)
         except ApiException as error:
-            if error.status == NOT_FOUND:
+            status = status_of(error)
+            if status == NOT_FOUND:
                 return None
-            rbac = " (RBAC: nicguard needs get on it)" if error.status == FORBIDDEN else ""
-            return Unverifiable(
-                f"GET {_described(kind, namespace, name)}: HTTP {error.status} {error.reason}{rbac}"
-            )
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-            reason = f"{type(error).__name__}: {error}"[:200]
-            return Unverifiable(f"GET {_described(kind, namespace, name)} failed: {reason}")
+            rbac = " (RBAC: nicguard needs get on it)" if status == FORBIDDEN else ""
+            return Unverifiable(f"GET {described}: {summary(error)}{rbac}")
+        except (*TRANSPORT_ERRORS, ValueError) as error:  # ValueError: a body that is not JSON
+            return Unverifiable(f"GET {described} failed: {summary(error)[:200]}")
         found = as_map(body)
         if found is None:
-            return Unverifiable(f"GET {_described(kind, namespace, name)}: not an object")
+            return Unverifiable(f"GET {described}: not an object")
         return slim_runtime(found)
 
     def start(self) -> None:

@@ -14,17 +14,23 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final, Generic, Protocol, TypeVar
 
-from kubernetes.client import ApiException
-
 from app.domain.fields import JsonMap, str_at
 from app.kube.client import Listing, WatchEvent
+from app.kube.errors import (
+    FORBIDDEN,
+    GONE,
+    NOT_FOUND,
+    UNAUTHORIZED,
+    status_of,
+    summary,
+    watch_error,
+)
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 logger = logging.getLogger(__name__)
 
-GONE: Final = 410
 _EXPIRED: Final = "watch expired (410 Gone); relisting"
 
 
@@ -75,11 +81,6 @@ class CacheState(Generic[K, V]):
     synced: bool
     served: bool = True
     error: str | None = None
-
-
-def _status(error: BaseException) -> int | None:
-    status = error.status if isinstance(error, ApiException) else None
-    return status if isinstance(status, int) else None
 
 
 class WatchCache(Generic[K, V]):
@@ -168,25 +169,25 @@ class WatchCache(Generic[K, V]):
 
     def _recover_from(self, error: Exception, *, listing: bool) -> bool:
         """Handle a failed LIST (``listing``) or watch and wait; True when a LIST must follow."""
-        status = _status(error)
+        status = status_of(error)
         if status == GONE and not listing:
             # The resourceVersion left etcd's window: events were lost, so the state is stale
             # until a fresh LIST replaces it.
             logger.warning("watch expired, relisting", extra={"cache": self.name})
             self._state = replace(self._state, synced=False, error=_EXPIRED)
             return True
-        if status == 404 and listing:
+        if status == NOT_FOUND and listing:
             self._not_served()
             self._stopping.wait(self._pacing.recheck)
             return True
-        if status != 404:  # a 404 while watching: the resource went away; a LIST says how
+        if status != NOT_FOUND:  # a 404 while watching: the resource went away; a LIST says how
             # A failed LIST or a denied request leaves nothing trustworthy to serve.
-            definitive = listing or status in (401, 403)
+            definitive = listing or status in (UNAUTHORIZED, FORBIDDEN)
             self._failed(
                 self._describe(error, "list" if listing else "watch"), definitive=definitive
             )
         self._pause()
-        return listing or status == 404
+        return listing or status == NOT_FOUND
 
     def _relist(self) -> None:
         listing = self._source.list()
@@ -217,9 +218,7 @@ class WatchCache(Generic[K, V]):
 
     def _apply(self, event: WatchEvent) -> None:
         if event.event_type == "ERROR":
-            code = event.obj.get("code")
-            reason = f"{str_at(event.obj, 'reason')}: {str_at(event.obj, 'message')}"
-            raise ApiException(status=code if isinstance(code, int) else 500, reason=reason)
+            raise watch_error(event.obj)
         if event.event_type in ("ADDED", "MODIFIED", "DELETED"):
             items = dict(self._state.items)
             if event.event_type == "DELETED":
@@ -271,11 +270,9 @@ class WatchCache(Generic[K, V]):
         self._state = replace(self._state, synced=synced, error=message)
 
     def _describe(self, error: Exception, verb: str) -> str:
-        status = _status(error)
-        if status == 403:
+        status = status_of(error)
+        if status == FORBIDDEN:
             return f"forbidden: cannot {verb} {self.resource} (RBAC)"
-        if status == 401:
+        if status == UNAUTHORIZED:
             return f"unauthorized: the API server rejected our credentials ({verb} {self.resource})"
-        if isinstance(error, ApiException):
-            return f"{verb} {self.resource} failed: HTTP {error.status} {error.reason}"[:300]
-        return f"{verb} {self.resource} failed: {type(error).__name__}: {error}"[:300]
+        return f"{verb} {self.resource} failed: {summary(error)}"[:300]

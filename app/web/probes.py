@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.metrics import CacheStatus, Metrics
+from app.domain.cluster import CacheStatus
+from app.metrics import Metrics
 
 ReadinessCheck = Callable[[], tuple[bool, list[CacheStatus], list[str]]]
 """Returns (ready, cache statuses, reasons not ready)."""

@@ -23,10 +23,10 @@ from typing import Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.e2e.procs import Process, free_ports, http_status, wait_until
+from tests.e2e.procs import Process, free_ports, http_status, tool, wait_until
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-KUBECTL: Final = ROOT / ".venv" / "bin" / "kubectl"
+KUBECTL: Final = tool("kubectl")
 START_TIMEOUT: Final = 90.0
 KUBECTL_TIMEOUT: Final = 60.0
 NICGUARD_SA: Final = "system:serviceaccount:nicguard-system:nicguard"

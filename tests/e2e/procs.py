@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import shutil
 import signal
 import socket
 import ssl
@@ -28,10 +29,18 @@ POLL_INTERVAL: Final = 0.1
 STOP_TIMEOUT: Final = 10.0
 LOG_TAIL_BYTES: Final = 6000
 _PR_SET_PDEATHSIG: Final = 1
+# ``nicguard`` as the interpreter running us runs it: no dependence on where a venv lives.
+NICGUARD: Final = (sys.executable, "-m", "app")
 
 
 class WaitTimeoutError(AssertionError):
     """A polled condition did not hold before its deadline."""
+
+
+def tool(name: str) -> Path:
+    """The executable ``name`` on PATH, else beside the running interpreter (a venv's bin/)."""
+    found = shutil.which(name)
+    return Path(found) if found else Path(sys.executable).parent / name
 
 
 def free_ports(count: int) -> list[int]:

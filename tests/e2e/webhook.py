@@ -21,9 +21,8 @@ import yaml
 
 from tests.e2e.controlplane import ROOT, ControlPlane
 from tests.e2e.objects import INTERFACES, as_list, node_annotations, runtime
-from tests.e2e.procs import Process, free_ports, http_status, wait_until
+from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, wait_until
 
-NICGUARD: Final = ROOT / ".venv" / "bin" / "nicguard"
 READY_TIMEOUT: Final = 60.0
 EFFECT_TIMEOUT: Final = 60.0
 # What nicguard needs to run as its ServiceAccount with the shipped least-privilege RBAC.
@@ -81,7 +80,7 @@ class Nicguard:
         self.process: Process | None = None
 
     def start(self) -> None:
-        argv = [str(NICGUARD), "serve", "--host=127.0.0.1", f"--cert-dir={self.cert_dir}"]
+        argv = [*NICGUARD, "serve", "--host=127.0.0.1", f"--cert-dir={self.cert_dir}"]
         argv += [f"--port={self.port}", f"--probe-port={self.probe_port}", *self.args]
         # Only what we pass: no NICGUARD_* settings from the caller's shell, and no in-cluster
         # config when the tests themselves run in a pod (nicguard tries in-cluster first).

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.domain.cluster import ClusterSnapshot, ClusterView, ObjectName, snapshot_of
+from app.domain.cluster import CacheStatus, ClusterSnapshot, ClusterView, ObjectName, snapshot_of
 from app.domain.policy import Policy
-from app.metrics import CacheStatus, Metrics
+from app.metrics import Metrics
 from app.statefiles import load_objects, load_yaml
 from app.web.admission import create_admission_app
 

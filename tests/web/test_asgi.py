@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.domain.cluster import ClusterSnapshot
+from app.domain.cluster import CacheStatus, ClusterSnapshot
 from app.domain.policy import Policy
-from app.metrics import CacheStatus, Metrics
+from app.metrics import Metrics
 from app.web.admission import create_admission_app
 from tests.web.conftest import EXAMPLES, sample_review
 

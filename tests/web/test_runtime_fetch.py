@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
+from app.domain.cluster import CacheStatus, ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.template import slim_runtime
-from app.metrics import CacheStatus, Metrics
+from app.metrics import Metrics
 from app.web.admission import create_admission_app
 from tests.web.conftest import sample_review
 

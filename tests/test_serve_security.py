@@ -27,11 +27,10 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e.procs import Process, free_ports, http_status, wait_until
+from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, tool, wait_until
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-NICGUARD: Final = ROOT / ".venv" / "bin" / "nicguard"
-KUBECTL: Final = ROOT / ".venv" / "bin" / "kubectl"
+KUBECTL: Final = tool("kubectl")
 EXAMPLES: Final = ROOT / "examples"
 INTERFACES: Final = "networking.gke.io/interfaces"
 CAP: Final = 3 * 1024 * 1024
@@ -85,7 +84,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """``nicguard serve --state examples/cluster`` on loopback, stopped by PID afterwards."""
     workdir = tmp_path_factory.mktemp("security")
     port, probe_port = free_ports(2)
-    argv = [str(NICGUARD), "serve", f"--state={EXAMPLES / 'cluster'}", "--host=127.0.0.1"]
+    argv = [*NICGUARD, "serve", f"--state={EXAMPLES / 'cluster'}", "--host=127.0.0.1"]
     argv += [f"--cert-dir={workdir / 'certs'}", f"--port={port}", f"--probe-port={probe_port}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NICGUARD_")}
     process = Process("nicguard", argv, workdir / "nicguard.log", env=env)

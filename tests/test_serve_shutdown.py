@@ -20,10 +20,12 @@ from typing import Final
 
 import pytest
 
-from tests.e2e.procs import free_ports, http_status, wait_until
+from tests.e2e.procs import NICGUARD, free_ports, http_status, wait_until
+
+# Timing windows on a live process: not the fast unit tier (`make unit`); `make slow` runs them.
+pytestmark = pytest.mark.slow
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-NICGUARD: Final = ROOT / ".venv" / "bin" / "nicguard"
 REVIEW: Final = (ROOT / "examples" / "reviews" / "good-runtime.json").read_bytes()
 DELAY: Final = 3.0
 KEEP_ALIVE: Final = 5.0  # uvicorn's default idle timeout, longer than DELAY on purpose
@@ -58,7 +60,7 @@ class Served:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     port, probe_port = free_ports(2)
-    argv = [str(NICGUARD), "serve", "--state", str(ROOT / "examples" / "cluster")]
+    argv = [*NICGUARD, "serve", "--state", str(ROOT / "examples" / "cluster")]
     argv += ["--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1"]
     argv += [f"--port={port}", f"--probe-port={probe_port}", f"--shutdown-delay={DELAY}"]
     log = tmp_path / "nicguard.log"
