@@ -8,11 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.certificates.pem import TLSConfigError
 from app.check import check_files, render_json, render_text
 from app.config import POLICY_OPTIONS, SettingsError, add_options, add_serve_options, settings_from
 from app.kube.client import ClientConfigError
 from app.statefiles import StateFileError
-from app.tls import TLSConfigError
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 

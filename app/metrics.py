@@ -71,7 +71,7 @@ class Metrics:
             "Unix time at which the served certificate expires",
             registry=self.registry,
         )
-        # Self-managed certificates only (the controller of app.kube.certificates sets them).
+        # Self-managed certificates only (app.certificates.controller sets them).
         self.ca_expiry = Gauge(
             "nicguard_ca_certificate_expiry_timestamp_seconds",
             "Unix time at which the CA signing the served certificate expires",

@@ -18,26 +18,21 @@ from typing import TYPE_CHECKING, Final
 
 import uvicorn
 
+from app.certificates.certdir import ensure_cert_dir
+from app.certificates.pem import check_pair
+from app.certificates.rotation import Lifetimes
+from app.certificates.tls import CertReloader, make_uvicorn_config, server_ssl_context
 from app.config import ServeOptions, Settings, serve_options
 from app.domain.cluster import CacheStatus, ClusterView, snapshot_of
 from app.heap import freeze_startup, sweep_cycles
 from app.logs import configure_logging
 from app.metrics import Metrics
 from app.statefiles import iter_objects, load_yaml
-from app.tls import (
-    CertReloader,
-    Lifetimes,
-    SecretCertificates,
-    check_pair,
-    ensure_cert_dir,
-    make_uvicorn_config,
-    server_ssl_context,
-)
 from app.web.admission import create_admission_app
 from app.web.probes import create_probe_app
 
 if TYPE_CHECKING:
-    from app.kube.certificates import CertController
+    from app.certificates.controller import CertController
     from app.kube.cluster_view import KubeClusterView
 
 logger = logging.getLogger(__name__)
@@ -73,10 +68,10 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     options = serve_options(args, environ)
     if options.state is not None:
         view, statuses, stop_view, certs = (*_file_view(options.state, settings), None)
-        fetch_runtime = None
+        fetch_runtime, alive = None, _always
     else:
         view, statuses, stop_view, certs = _kubernetes(options, settings)
-        fetch_runtime = view.fetch_runtime
+        fetch_runtime, alive = view.fetch_runtime, view.alive
     cert, key = _tls_files(options)
     reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
     metrics = Metrics(statuses)
@@ -102,7 +97,7 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         draining=lambda: lifecycle.draining,
         fetch_runtime=fetch_runtime,
     )
-    probes = create_probe_app(readiness=readiness, liveness=lambda: True, metrics=metrics)
+    probes = create_probe_app(readiness=readiness, liveness=alive, metrics=metrics)
     webhook = _Server(
         make_uvicorn_config(
             admission,
@@ -195,6 +190,11 @@ def _tls_files(options: ServeOptions) -> tuple[Path, Path]:
     return files.cert, files.key
 
 
+def _always() -> bool:
+    """File mode has no cache threads that could die: the process answering is alive."""
+    return True
+
+
 def _file_view(state: Path, settings: Settings) -> tuple[ClusterView, CacheStatuses, Stopper]:
     snapshot = snapshot_of(
         (o.obj for o in iter_objects([state])),
@@ -210,7 +210,7 @@ def _kubernetes(
 ) -> tuple[KubeClusterView, CacheStatuses, Stopper, CertController | None]:
     """The caches (started, synced or timed out) and the certificate controller (not started)."""
     # Imported here: file mode (make run, benchmarks) does not pay ~90 MiB of RSS for the client.
-    from app.kube.certificates import CertController, Targets
+    from app.certificates.controller import CertController, Targets
     from app.kube.client import load_api_client
     from app.kube.cluster_view import KubeClusterView
 
@@ -230,5 +230,7 @@ def _kubernetes(
     )
     logger.info("self-managed certificates", extra={"secret": str(certs.secret)})
     lifetimes = Lifetimes(ca=certs.ca_lifetime, leaf=certs.cert_lifetime)
-    authority = SecretCertificates(options.cert_dir, options.hosts, lifetimes)
-    return view, view.status, view.stop, CertController(api_client, authority, targets)
+    controller = CertController(
+        api_client, targets, cert_dir=options.cert_dir, hosts=options.hosts, lifetimes=lifetimes
+    )
+    return view, view.status, view.stop, controller

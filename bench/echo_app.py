@@ -2,9 +2,10 @@
 
 It decodes the posted review, answers ``allowed: true`` for its uid and does nothing else (no
 judging, no audit log, no metrics). TLS and uvicorn settings are built exactly as
-``app.serve.serve`` builds them: ``app.tls.server_ssl_context`` + ``app.tls.make_uvicorn_config``
-with ``access_log=False, log_config=None``, and the server coroutine run by ``asyncio.run``
-(uvicorn's ``http``/``loop`` left at their defaults, as nicguard leaves them).
+``app.serve.serve`` builds them: ``app.certificates.tls.server_ssl_context`` +
+``app.certificates.tls.make_uvicorn_config`` with ``access_log=False, log_config=None``, and the
+server coroutine run by ``asyncio.run`` (uvicorn's ``http``/``loop`` left at their defaults, as
+nicguard leaves them).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from app.tls import make_uvicorn_config, server_ssl_context
+from app.certificates.tls import make_uvicorn_config, server_ssl_context
 
 _JSON: Final = "application/json"
 

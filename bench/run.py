@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Final, Protocol, TextIO
 
-from app.tls import ensure_cert_dir
+from app.certificates.certdir import ensure_cert_dir
 from bench.state import write_state
 
 ROOT: Final = Path(__file__).resolve().parents[1]

@@ -19,7 +19,8 @@ from typing import Final
 
 import pytest
 
-from app.tls import CertFiles, issue_client_cert, issue_self_signed
+from app.certificates.certdir import CertFiles, issue_self_signed
+from tests.client_certs import issue_client_cert
 from tests.e2e import expect
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.faults import (

@@ -18,7 +18,7 @@ from typing import Final
 
 import pytest
 
-from app.tls import CertFiles, issue_self_signed
+from app.certificates.certdir import CertFiles, issue_self_signed
 from tests.e2e.controlplane import KUBECTL, KUBECTL_TIMEOUT, ControlPlane
 from tests.e2e.faults import Proxy, Tally, numbers, tls_context
 from tests.e2e.objects import DENIED, RECIPE_PAIRS, WEBHOOK, as_list, runtime, unique, with_pairs

@@ -1,11 +1,9 @@
-"""Tests for app.tls.rotation and app.tls.secret_certs: every rule of the plan, and over time."""
+"""Tests for app.certificates.rotation: every rule of the plan, over time, and verification."""
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from cryptography import x509
@@ -14,17 +12,19 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from app.tls import (
-    CertReloader,
+from app.certificates.rotation import (
+    BUNDLE,
+    CA_CERT,
+    CA_KEY,
+    LEAF_CERT,
+    LEAF_KEY,
+    NEXT_CERT,
+    NEXT_KEY,
     Lifetimes,
     Plan,
-    SecretCertificates,
-    TLSConfigError,
     plan_rotation,
-    server_ssl_context,
     verifies,
 )
-from app.tls.rotation import BUNDLE, CA_CERT, CA_KEY, LEAF_CERT, LEAF_KEY, NEXT_CERT, NEXT_KEY
 
 SVC = "nicguard.nicguard-system.svc"
 HOSTS = (SVC, "nicguard.nicguard-system")
@@ -273,7 +273,7 @@ def test_every_served_leaf_verifies_against_the_webhook_bundle_over_three_ca_lif
     assert len(leaves) >= 12
 
 
-# --- verification and installation -----------------------------------------------------------
+# --- verification --------------------------------------------------------------------------
 
 
 def test_verifies_checks_chain_host_and_time(first: dict[str, bytes]) -> None:
@@ -287,34 +287,6 @@ def test_verifies_checks_chain_host_and_time(first: dict[str, bytes]) -> None:
     assert not verifies(leaf, bundle, SVC, T0 + LEAF_LIFE + timedelta(seconds=1))
     assert not verifies(leaf, b"", SVC, T0)
     assert not verifies(b"garbage", bundle, SVC, T0)
-
-
-def test_install_writes_the_pair_once_and_the_server_can_load_it(tmp_path: Path) -> None:
-    now = datetime.now(UTC)  # the server checks the pair against the real clock
-    first = written(plan_rotation(None, [], hosts=HOSTS, lifetimes=LIFETIMES, now=now))
-    certs = SecretCertificates(tmp_path, HOSTS, LIFETIMES)
-    installed = certs.install(first, now)
-    assert installed.changed
-    assert installed.fingerprint == fp(first[LEAF_CERT])
-    assert installed.ca_not_after == cert(first[CA_CERT]).not_valid_after_utc
-    assert (tmp_path / "tls.crt").read_bytes() == first[LEAF_CERT]
-    assert (tmp_path / "ca.crt").read_bytes() == first[CA_CERT]
-    assert stat.S_IMODE((tmp_path / "tls.key").stat().st_mode) == 0o600
-    assert not certs.install(first, now).changed
-    reloader = CertReloader(
-        server_ssl_context(tmp_path / "tls.crt", tmp_path / "tls.key"),
-        tmp_path / "tls.crt",
-        tmp_path / "tls.key",
-    )
-    assert reloader.info.fingerprint == installed.fingerprint
-
-
-def test_install_refuses_a_mismatched_pair(tmp_path: Path, first: dict[str, bytes]) -> None:
-    other = written(plan(None))
-    certs = SecretCertificates(tmp_path, HOSTS, LIFETIMES)
-    with pytest.raises(TLSConfigError, match="does not match"):
-        certs.install({**first, LEAF_KEY: other[LEAF_KEY]}, T0)
-    assert not (tmp_path / "tls.crt").exists()
 
 
 # --- what else a Secret may hold ---------------------------------------------------------------

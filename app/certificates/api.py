@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -24,7 +23,7 @@ from kubernetes.client import (
 
 from app.domain.cluster import ObjectName
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
-from app.kube.lease import NOT_FOUND, TIMEOUT, read_json, status_of
+from app.kube.errors import NOT_FOUND, TIMEOUT, read_json, status_of
 
 logger = logging.getLogger(__name__)
 
@@ -141,15 +140,3 @@ def webhooks(configuration: JsonMap | None) -> list[tuple[bytes, str]]:
             host = f"{str_at(service, 'name')}.{str_at(service, 'namespace')}.svc"
         found.append((_decode(client.get("caBundle")), host))
     return found
-
-
-def describe(error: BaseException) -> str:
-    """One line for the log and /readyz: the apiserver's own message when it sent one."""
-    if isinstance(error, ApiException):
-        try:
-            message = str_at(json.loads(error.body or ""), "message")
-        except ValueError:
-            message = None
-        prefix = "forbidden (RBAC)" if error.status == 403 else f"HTTP {error.status}"
-        return f"{prefix}: {message or error.reason}"[:300]
-    return f"{type(error).__name__}: {error}"[:300]

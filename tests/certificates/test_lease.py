@@ -1,4 +1,4 @@
-"""Tests for app.kube.lease: one writer at a time, takeover by our own clock, release.
+"""Tests for app.certificates.lease: one writer at a time, takeover by our own clock, release.
 
 The API is an in-memory stand-in for ``CoordinationV1Api`` with the apiserver's optimistic
 concurrency (replace at a stale resourceVersion: 409; create of an existing Lease: 409).
@@ -13,8 +13,8 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException, V1Lease
 
+from app.certificates.lease import LeaseLock
 from app.domain.cluster import ObjectName
-from app.kube.lease import LeaseLock
 
 NAME = ObjectName("nicguard-system", "nicguard-cert-writer")
 

@@ -7,38 +7,15 @@ write is a replace at the resourceVersion just read, so two candidates never bot
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Final
 
-import urllib3
 from kubernetes.client import ApiException, CoordinationV1Api, V1Lease
 
 from app.domain.cluster import ObjectName
-from app.domain.fields import JsonMap, as_map, map_at, str_at
-
-NOT_FOUND, CONFLICT = 404, 409
-TIMEOUT: Final = (5.0, 10.0)  # connect, read: seconds
-
-
-def read_json(response: object) -> JsonMap:
-    """The JSON object of a raw (``_preload_content=False``) response."""
-    if not isinstance(response, urllib3.BaseHTTPResponse):
-        raise TypeError(f"expected a raw HTTP response, got {type(response).__name__}")
-    try:
-        body = as_map(json.loads(response.data))
-    finally:
-        response.release_conn()
-    if body is None:
-        raise ValueError("the API server answered something other than a JSON object")
-    return body
-
-
-def status_of(error: BaseException) -> int | None:
-    status = error.status if isinstance(error, ApiException) else None
-    return status if isinstance(status, int) else None
+from app.domain.fields import JsonMap, map_at, str_at
+from app.kube.errors import CONFLICT, NOT_FOUND, TIMEOUT, read_json, status_of
 
 
 def _micro_time(now: datetime) -> str:

@@ -3,10 +3,10 @@
 Each period (jittered) every replica reads the Secret and installs its pair into the cert dir (the
 server reloads it), then reads the webhook configuration and records which recently installed
 certificates verify against every webhook's caBundle (readiness). The replica holding the Lease
-first plans (``Certificates.plan``, i.e. ``app.tls.rotation``, injected: ``app.kube`` may not import
-``app.tls``) and writes: the Secret (create, or replace at the resourceVersion read) and the
-caBundles (a strategic-merge patch by webhook name, at the resourceVersion read). Failures are
-logged and retried with backoff; the last verified state is kept meanwhile.
+first plans (``app.certificates.rotation``) and writes: the Secret (create, or replace at the
+resourceVersion read) and the caBundles (a strategic-merge patch by webhook name, at the
+resourceVersion read). Failures are logged and retried with backoff; the last verified state is
+kept meanwhile.
 """
 
 from __future__ import annotations
@@ -14,53 +14,25 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Final, Protocol
+from pathlib import Path
+from typing import Final
 
 from kubernetes.client import ApiClient, CoordinationV1Api
 
+from app.certificates.api import CertApi, secret_data, webhooks
+from app.certificates.certdir import CertFiles, install
+from app.certificates.lease import LeaseLock
+from app.certificates.rotation import Lifetimes, plan_rotation, verifies
 from app.domain.cluster import ObjectName
-from app.kube.cert_api import CertApi, describe, secret_data, webhooks
-from app.kube.lease import LeaseLock
+from app.kube.errors import describe
 
 logger = logging.getLogger(__name__)
 
 _KEPT_LEAVES: Final = 2  # the installed certificate and the one before (maybe still served)
 NOT_VERIFIED: Final = "serving certificate does not verify against the webhook caBundle yet"
-
-
-class RotationPlan(Protocol):
-    @property
-    def data(self) -> Mapping[str, bytes] | None: ...
-    @property
-    def bundle(self) -> bytes: ...
-    @property
-    def patch_webhooks(self) -> bool: ...
-    @property
-    def actions(self) -> Sequence[str]: ...
-
-
-class InstalledPair(Protocol):
-    @property
-    def fingerprint(self) -> str: ...
-    @property
-    def leaf(self) -> bytes: ...
-    @property
-    def ca_not_after(self) -> datetime: ...
-    @property
-    def changed(self) -> bool: ...
-
-
-class Certificates(Protocol):
-    """The certificate logic: ``app.tls.secret_certs.SecretCertificates``."""
-
-    def plan(
-        self, current: Mapping[str, bytes] | None, webhook_bundles: Sequence[bytes], now: datetime
-    ) -> RotationPlan: ...
-    def verifies(self, leaf: bytes, bundle: bytes, server_name: str, now: datetime) -> bool: ...
-    def install(self, data: Mapping[str, bytes], now: datetime) -> InstalledPair: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +58,16 @@ class _Status:
 class CertController:
     """Start with ``start(on_installed)``; ``not_ready_because(served)`` feeds ``/readyz``."""
 
-    def __init__(self, api_client: ApiClient, certificates: Certificates, targets: Targets) -> None:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        targets: Targets,
+        *,
+        cert_dir: Path,
+        hosts: Sequence[str],
+        lifetimes: Lifetimes,
+    ) -> None:
+        """Issues for ``hosts`` with ``lifetimes``; installs into ``cert_dir``."""
         self._api = CertApi(api_client, targets.secret, targets.webhook_configuration)
         self._lease = LeaseLock(
             CoordinationV1Api(api_client),
@@ -94,7 +75,8 @@ class CertController:
             targets.identity,
             duration_seconds=max(30, int(3 * targets.period)),
         )
-        self._certificates, self._targets = certificates, targets
+        self._targets, self._files = targets, CertFiles.in_dir(cert_dir)
+        self._hosts, self._lifetimes = tuple(hosts), lifetimes
         self._leaves: dict[str, bytes] = {}
         self._status = _Status()
         self._on_installed: Callable[[], None] = lambda: None
@@ -155,7 +137,13 @@ class CertController:
         secret, config = self._api.read_secret(), self._api.read_configuration()
         hooks = webhooks(config)
         if leading:
-            plan = self._certificates.plan(secret_data(secret), [b for b, _ in hooks], now)
+            plan = plan_rotation(
+                secret_data(secret),
+                [b for b, _ in hooks],
+                hosts=self._hosts,
+                lifetimes=self._lifetimes,
+                now=now,
+            )
             if plan.data is not None:
                 logger.info(
                     "writing the certificate Secret",
@@ -168,7 +156,7 @@ class CertController:
         if secret is None:
             self._status = replace(self._status, error="not found; the Lease holder creates it")
             return
-        installed = self._certificates.install(secret_data(secret) or {}, now)
+        installed = install(self._files, secret_data(secret) or {}, now)
         if installed.changed:
             logger.info("installed the Secret's certificate", extra={"fp": installed.fingerprint})
             self._on_installed()
@@ -179,7 +167,7 @@ class CertController:
         verified = frozenset(
             fingerprint
             for fingerprint, leaf in self._leaves.items()
-            if all(self._certificates.verifies(leaf, b, host, now) for b, host in hooks)
+            if all(verifies(leaf, b, host, now) for b, host in hooks)
         )
         self._status = _Status(
             installed=True,
