@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import orjson
-from fastapi import FastAPI
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -32,6 +31,7 @@ from app.web.body import (
 )
 from app.web.response import review_response
 from app.web.review import Admission, MalformedReviewError, admission_from_body
+from app.web.router import router
 
 PATH: Final = "/validate"
 # json.dumps(..., separators=(",", ":")) builds this on every call; build it once.
@@ -61,9 +61,8 @@ def create_admission_app(
     )
     # Everything but POST /validate (other methods and paths, lifespan) goes through FastAPI, so
     # it keeps FastAPI's answers (405 with Allow, 404, trailing-slash redirects).
-    others = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    others = router([Route(PATH, validate, methods=["POST"])])
     others.add_middleware(_CloseWhenDraining, draining=draining)
-    others.router.routes.append(Route(PATH, validate, methods=["POST"]))
     return _AdmissionApp(validate=_CloseWhenDraining(validate, draining), others=others)
 
 

@@ -7,11 +7,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from fastapi import FastAPI
-from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from app.domain.cluster import CacheStatus
 from app.metrics import Metrics
+from app.web.router import router
 
 ReadinessCheck = Callable[[], tuple[bool, list[CacheStatus], list[str]]]
 """Returns (ready, cache statuses, reasons not ready)."""
@@ -20,24 +23,25 @@ ReadinessCheck = Callable[[], tuple[bool, list[CacheStatus], list[str]]]
 def create_probe_app(
     *, readiness: ReadinessCheck, liveness: Callable[[], bool], metrics: Metrics
 ) -> FastAPI:
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.get("/healthz")
-    def healthz() -> Response:
+    async def healthz(_: Request) -> Response:
         alive = liveness()
         return _json({"alive": alive}, 200 if alive else 503)
 
-    @app.get("/readyz")
-    def readyz() -> Response:
+    async def readyz(_: Request) -> Response:
         ready, caches, reasons = readiness()
         body = {"ready": ready, "reasons": reasons, "caches": [asdict(c) for c in caches]}
         return _json(body, 200 if ready else 503)
 
-    @app.get("/metrics")
-    def metrics_endpoint() -> Response:
+    async def metrics_endpoint(_: Request) -> Response:
         return Response(content=metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    return app
+    return router(
+        [
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
+        ]
+    )
 
 
 def _json(body: object, status: int) -> Response:
