@@ -3,8 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Tools the tests look up on PATH (kubectl) come from the venv first: the pinned dev dependencies.
+ON_PATH = PATH="$(CURDIR)/$(BIN):$$PATH"
+# The unit tier again on Python 3.13 (what the Docker image runs), in a venv of its own.
+VENV313 := .venv-3.13
+STAMP313 := $(VENV313)/.installed
+PYTHON313 ?= $(shell p="$$(pyenv prefix 3.13 2>/dev/null | head -n 1)"; \
+  if [ -x "$$p/bin/python3.13" ]; then echo "$$p/bin/python3.13"; else command -v python3.13; fi)
 
-.PHONY: run test lint unit e2e k8s-bins demo clean
+.PHONY: run test lint unit unit-py313 slow e2e k8s-bins demo clean
 
 # Serve the webhook on the example cluster state (file mode) with self-signed certs in certs/.
 run: $(STAMP)
@@ -26,9 +33,32 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 
+# The fast tier: everything but the e2e tier and the timing windows of a live process (slow).
 unit: $(STAMP)
-	$(BIN)/pytest -m "not e2e" --cov --cov-report=term-missing:skip-covered
+	$(ON_PATH) $(BIN)/pytest -m "not e2e and not slow" --cov --cov-report=term-missing:skip-covered
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=100
+
+# Timing windows on a live `nicguard serve` (graceful shutdown): seconds each, run by `make test`.
+slow: $(STAMP)
+	$(ON_PATH) $(BIN)/pytest -m slow
+
+# Every test but the e2e tier (unit and slow) on Python 3.13: PYTHON313 is found with
+# `pyenv prefix 3.13`, else python3.13 on PATH; pass PYTHON313=/path/to/python3.13 to choose.
+unit-py313: $(STAMP313)
+	PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" $(VENV313)/bin/pytest -m "not e2e"
+
+$(STAMP313): pyproject.toml
+	@py="$(PYTHON313)"; \
+	if [ -z "$$py" ] || ! "$$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))'; then \
+	  echo "unit-py313: no Python 3.13 (got '$$py' from PYTHON313, 'pyenv prefix 3.13' or" \
+	    "python3.13 on PATH): install one (pyenv install 3.13) or pass PYTHON313=/path/to/it" >&2; \
+	  exit 1; \
+	fi; \
+	echo "unit-py313: $$py -m venv $(VENV313)"; \
+	"$$py" -m venv $(VENV313)
+	$(VENV313)/bin/pip install --quiet --upgrade pip
+	$(VENV313)/bin/pip install --quiet -e '.[dev]'
+	touch $@
 
 # kube-apiserver + etcd for the e2e tier: prints their directory (reuses the cache; builds once).
 k8s-bins:
@@ -36,11 +66,14 @@ k8s-bins:
 
 # End-to-end tests against a real kube-apiserver + etcd on loopback (fails, never skips, without them).
 e2e: $(STAMP) k8s-bins
-	bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(BIN)/pytest -m e2e tests/e2e -v
+	bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) \
+	  $(BIN)/pytest -m e2e tests/e2e -v
 
 # nicguard behind a real apiserver: one good apply and three denials, then everything is stopped.
+# A module run from the repository root, so the e2e harness imports as the package tests.e2e.
 demo: $(STAMP) k8s-bins
-	@bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(BIN)/python scripts/demo.py
+	@bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) \
+	  $(BIN)/python -m scripts.demo
 
 # Benchmarks (BENCHMARKS.md): nicguard beside a bare FastAPI/uvicorn echo under wrk, RSS with 10,000
 # cached objects. Installs wrk from the distribution when missing; exits 1 when a target is missed.
@@ -62,12 +95,12 @@ wrk:
 # cached objects. Exits 1 when the kubectl-view or RSS target is missed.
 .PHONY: bench-e2e
 bench-e2e: $(STAMP) k8s-bins wrk
-	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" && status=0; \
+	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) && status=0; \
 	  $(BIN)/python -m bench.e2e --client kubectl || status=$$?; \
 	  $(BIN)/python -m bench.e2e --client api || echo "bench-e2e: the strict view misses 15 %"; \
 	  $(BIN)/python -m bench.kube_rss || status=$$?; exit $$status
 
-test: lint unit e2e
+test: lint unit unit-py313 slow e2e
 
 clean:
-	rm -rf $(VENV) certs .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(VENV313) certs .pytest_cache .mypy_cache .ruff_cache .coverage

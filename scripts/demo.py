@@ -4,6 +4,9 @@ Brings up etcd + kube-apiserver on 127.0.0.1 (tests/e2e/controlplane.py), instal
 nicguard's own manifests, runs ``nicguard serve`` as its ServiceAccount, registers the shipped
 webhook configuration, loads ``examples/cluster`` and then runs each ``kubectl`` command shown,
 as the non-admin user ``alice``, printing its real output. Everything is stopped at the end.
+
+Run from the repository root as a module, ``python -m scripts.demo`` (what ``make demo`` does), so
+the e2e harness imports as the package ``tests.e2e``.
 """
 
 from __future__ import annotations
@@ -15,11 +18,10 @@ import tempfile
 from pathlib import Path
 from types import FrameType
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests/e2e is the library; it is not an installed package
+from tests.e2e.stack import Stack, running, wait_for_recipe, wait_for_runtime
+from tests.e2e.state import apply_networks, apply_recipe, create_namespace
 
-from tests.e2e.stack import Stack, running, wait_for_recipe, wait_for_runtime  # noqa: E402
-from tests.e2e.state import apply_networks, apply_recipe, create_namespace  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 STEPS = (
     (

@@ -287,6 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
+@pytest.mark.slow  # asserts that stopping takes under 0.9 s
 def test_from_api_client_lists_and_watches_through_the_generated_client() -> None:
     server = _ApiServer()
     threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
@@ -324,6 +325,7 @@ def test_from_api_client_lists_and_watches_through_the_generated_client() -> Non
         api_client.rest_client.close()
 
 
+@pytest.mark.slow  # asserts that an unanswered GET gives up within one 1 s attempt
 def test_fetch_runtime_gets_one_runtime_through_the_generated_client() -> None:
     server = _ApiServer()
     threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()

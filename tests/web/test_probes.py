@@ -69,4 +69,5 @@ def test_the_probe_listener_routes_nothing_else() -> None:
     assert client.get("/validate").status_code == 404
     assert client.post("/validate", json={}).status_code == 404
     reply = client.post("/readyz")
-    assert (reply.status_code, reply.headers["allow"]) == (405, "GET, HEAD")
+    assert reply.status_code == 405
+    assert set(reply.headers["allow"].split(", ")) == {"GET", "HEAD"}

@@ -1,0 +1,109 @@
+"""``nicguard serve`` in this process (file mode): the composition root builds both listeners,
+judges over TLS, answers the probes, and stops on SIGTERM. Nothing is replaced by a fake."""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import signal
+import ssl
+import threading
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import main
+from tests.e2e.procs import free_ports, wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def restored_process_state() -> Iterator[None]:
+    """serve() configures the root logger, freezes the heap: undo both for the tests after."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    flags = (logging.logThreads, logging.logProcesses, logging.logMultiprocessing)
+    yield
+    root.handlers[:], root.level = handlers, level
+    logging.logThreads, logging.logProcesses, logging.logMultiprocessing = flags
+    gc.unfreeze()
+
+
+def _get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5, context=context) as reply:  # noqa: S310
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def _post_review(url: str, context: ssl.SSLContext, name: str) -> dict[str, Any]:
+    body = (ROOT / "examples" / "reviews" / f"{name}.json").read_bytes()
+    request = urllib.request.Request(  # noqa: S310 - a loopback https URL
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=5, context=context) as reply:  # noqa: S310
+        answer: dict[str, Any] = json.loads(reply.read())
+    return answer["response"]  # type: ignore[no-any-return]
+
+
+def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
+    tmp_path: Path, restored_process_state: None
+) -> None:
+    port, probe_port = free_ports(2)
+    seen: dict[str, Any] = {}
+
+    def client() -> None:
+        probes = f"http://127.0.0.1:{probe_port}"
+        try:
+            wait_until(
+                lambda: _get(f"{probes}/readyz")[0] == 200 or None,
+                timeout=30,
+                what="nicguard serve to be ready",
+            )
+            context = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
+            url = f"https://127.0.0.1:{port}/validate"
+            seen["drifted"] = _post_review(url, context, "drifted-runtime")
+            seen["good"] = _post_review(url, context, "good-runtime")
+            seen["healthz"] = _get(f"{probes}/healthz")
+            seen["metrics"] = _get(f"{probes}/metrics")
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # serve()'s handler: drain and return
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    status = main(
+        [
+            "serve",
+            "--state",
+            str(ROOT / "examples" / "cluster"),
+            "--cert-dir",
+            str(tmp_path / "certs"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--probe-port",
+            str(probe_port),
+        ]
+    )
+    thread.join(timeout=10)
+    assert status == 0
+    assert seen["drifted"]["allowed"] is False
+    assert (
+        seen["drifted"]["status"]["details"]["causes"][0]["reason"] == "MappingDivergesFromRecipe"
+    )
+    assert seen["good"]["allowed"] is True
+    assert seen["healthz"] == (200, '{"alive": true}')
+    metrics_status, metrics = seen["metrics"]
+    assert metrics_status == 200
+    assert 'nicguard_admission_requests_total{decision="denied"' in metrics
+    assert 'nicguard_cache_synced{cache="files"} 1.0' in metrics
