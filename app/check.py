@@ -72,7 +72,7 @@ def check_files(
         else:
             subjects.append((sourced, kind))
     view = with_runtimes(snapshot, dict(_runtime_entries(subjects)))
-    return [_judge(o.obj, kind, view, settings) for o, kind in subjects]
+    return [_evaluate(o.obj, kind, view, settings) for o, kind in subjects]
 
 
 _JUDGED = "ClusterTrainingRuntime, TrainingRuntime or TrainJob"
@@ -99,7 +99,7 @@ def _runtime_entries(
     ]
 
 
-def _judge(obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings) -> CheckResult:
+def _evaluate(obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings) -> CheckResult:
     namespace = _namespace(obj, kind)
     review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)
     return CheckResult(

@@ -29,8 +29,8 @@ from app.web.body import (
     HTTPProblemError,
     json_body,
 )
+from app.web.request import AdmissionRequest, MalformedReviewError, request_from_body
 from app.web.response import review_response
-from app.web.review import Admission, MalformedReviewError, admission_from_body
 from app.web.router import router
 
 PATH: Final = "/validate"
@@ -102,7 +102,7 @@ class _Validate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         try:
-            admission = admission_from_body(await json_body(scope, receive, self._body_timeout))
+            admission = request_from_body(await json_body(scope, receive, self._body_timeout))
         except HTTPProblemError as problem:
             status, content = (
                 problem.status,
@@ -114,12 +114,12 @@ class _Validate:
             return
         else:
             view = await self._view_for(admission)
-            status, content = 200, self._judged(admission, view, started)
+            status, content = 200, self._answer(admission, view, started)
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
-    async def _view_for(self, admission: Admission) -> ClusterView:
+    async def _view_for(self, admission: AdmissionRequest) -> ClusterView:
         """The view, plus the TrainJob's runtime read directly when the synced cache lacks it
         (created by the same ``kubectl apply`` a moment ago, its watch event still on the way)."""
         fetch = self._fetch_runtime
@@ -140,8 +140,8 @@ class _Validate:
             found = Unverifiable("it is not cached yet and reading it failed")
         return WithRuntime(self._view, key, found)
 
-    def _judged(self, admission: Admission, view: ClusterView, started: float) -> bytes:
-        verdict = _judge(admission, view, self._policy)
+    def _answer(self, admission: AdmissionRequest, view: ClusterView, started: float) -> bytes:
+        verdict = _evaluate(admission, view, self._policy)
         seconds = time.perf_counter() - started
         review = admission.review
         operation = review.operation.value
@@ -177,7 +177,7 @@ def encode_json(value: object) -> bytes:
         return _ENCODER.encode(value).encode()
 
 
-def _judge(admission: Admission, view: ClusterView, policy: Policy) -> Verdict:
+def _evaluate(admission: AdmissionRequest, view: ClusterView, policy: Policy) -> Verdict:
     try:
         return evaluate(admission.review, view, policy)
     except Exception as error:  # a bug must deny in-band: never allow, never a 5xx

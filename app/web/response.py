@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from app.domain.verdict import Verdict
-from app.web.review import API_VERSION, KIND, Admission
+from app.web.request import API_VERSION, KIND, AdmissionRequest
 
 MESSAGE_MAX_BYTES: Final = 1024
 WARNING_MAX_CHARS: Final = 120
@@ -20,7 +20,7 @@ SERVICE_UNAVAILABLE: Final = 503
 _REASONS: Final = {403: "Forbidden", 503: "ServiceUnavailable", 500: "InternalError"}
 
 
-def review_response(admission: Admission, verdict: Verdict) -> dict[str, object]:
+def review_response(admission: AdmissionRequest, verdict: Verdict) -> dict[str, object]:
     """The full AdmissionReview to send back; never contains a patch."""
     response: dict[str, object] = {
         "uid": admission.uid,
@@ -35,12 +35,12 @@ def review_response(admission: Admission, verdict: Verdict) -> dict[str, object]
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
-def subject(admission: Admission) -> str:
+def subject(admission: AdmissionRequest) -> str:
     namespace = admission.review.namespace
     return f"{admission.kind}/{namespace + '/' if namespace else ''}{admission.name}"
 
 
-def denial_status(admission: Admission, verdict: Verdict) -> dict[str, object]:
+def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, object]:
     code = SERVICE_UNAVAILABLE if verdict.undecided else FORBIDDEN
     lines = [violation.render() for violation in verdict.violations]
     return {

@@ -23,7 +23,7 @@ class MalformedReviewError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Admission:
+class AdmissionRequest:
     """One parsed admission request: the core's Review plus what the response and audit need."""
 
     uid: str
@@ -35,7 +35,7 @@ class Admission:
     dry_run: bool
 
 
-def admission_from_body(body: object) -> Admission:
+def request_from_body(body: object) -> AdmissionRequest:
     """Parse a decoded request body; raises MalformedReviewError."""
     envelope = as_map(body)
     if envelope is None or envelope.get("kind") != KIND:
@@ -56,7 +56,7 @@ def admission_from_body(body: object) -> Admission:
     # every key of ``request`` for each field (measured: 9.3 -> 5.6 us per request).
     request_kind = as_map(request.get("kind")) or _EMPTY
     group, kind = _text(request_kind.get("group")), _text(request_kind.get("kind"))
-    return Admission(
+    return AdmissionRequest(
         uid=uid,
         review=Review(
             operation=operation,
