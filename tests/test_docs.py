@@ -45,8 +45,8 @@ from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.kinds import trainer_kind
 from app.domain.verdict import Code, Verdict
 from app.statefiles import iter_objects, load_yaml
+from app.web.request import request_from_body
 from app.web.response import review_response
-from app.web.review import admission_from_body
 
 REPO: Final = Path(__file__).resolve().parent.parent
 RULES: Final = REPO / "docs" / "rules.md"
@@ -310,7 +310,7 @@ def test_the_denial_walkthrough_is_the_webhook_response() -> None:
         "operation": "CREATE",
         "object": obj,
     }
-    admission = admission_from_body({**documented, "request": request})
+    admission = request_from_body({**documented, "request": request})
     response = review_response(admission, evaluate(admission.review, view, settings.policy))
     assert documented == response
     lead = (

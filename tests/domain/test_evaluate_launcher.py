@@ -33,7 +33,7 @@ SWAPPED = (*PAIRS[:2], PAIRS[3], PAIRS[2], *PAIRS[4:])
 BOUND = {RECIPE_BOUND: "true"}
 
 
-def _judge(obj: dict[str, object], *runtimes: object) -> Verdict:
+def _evaluate(obj: dict[str, object], *runtimes: object) -> Verdict:
     return evaluate(review(obj), snapshot(*runtimes), Policy())
 
 
@@ -119,14 +119,14 @@ def test_wired_templates_name_their_job_and_path() -> None:
 def test_every_rule_applies_to_the_launcher_template(
     obj: dict[str, object], expected: list[tuple[str, str]]
 ) -> None:
-    assert _codes(_judge(obj)) == expected
+    assert _codes(_evaluate(obj)) == expected
 
 
 def test_findings_name_their_job_when_two_templates_are_wired() -> None:
     obj = mpi_runtime(
         launcher=wired(SWAPPED), node=wired([("eth1", "gpu-nic-absent")]), labels=BOUND
     )
-    messages = [v.render() for v in _judge(obj).violations]
+    messages = [v.render() for v in _evaluate(obj).violations]
     assert messages[0].startswith(
         "[MappingDivergesFromRecipe] node job: at position eth1 the object maps "
         "eth1->gpu-nic-absent"
@@ -138,7 +138,7 @@ def test_findings_name_their_job_when_two_templates_are_wired() -> None:
 
 
 def test_an_unwired_bound_launcher_says_which_template_lacks_the_annotation() -> None:
-    verdict = _judge(mpi_runtime(launcher=None, node=wired(), labels=BOUND))
+    verdict = _evaluate(mpi_runtime(launcher=None, node=wired(), labels=BOUND))
     assert verdict.violations[0].message == (
         "launcher job: recipe-bound, but the launcher pod template has no "
         "networking.gke.io/interfaces annotation; its pods would get only eth0"
@@ -193,7 +193,7 @@ RUNTIME = mpi_runtime("deepspeed-tcpxo", launcher=wired(), node=wired(), labels=
 def test_trainjob_patches_to_a_wired_launcher_count(
     job: dict[str, object], expected: list[str]
 ) -> None:
-    verdict = _judge(job, RUNTIME)
+    verdict = _evaluate(job, RUNTIME)
     assert [v.code.value for v in verdict.violations] == expected
     assert all(v.message.startswith(("node job: ", "launcher job: ")) for v in verdict.violations)
 
@@ -205,7 +205,7 @@ def test_a_launcher_patch_is_ignored_when_the_launcher_runs_no_ranks() -> None:
         "metadata": {"name": "job", "namespace": "team"},
         "spec": {"runtimeRef": {"name": "deepspeed-tcpxo"}, "runtimePatches": [patch]},
     }
-    assert _judge(job, apart).allowed
+    assert _evaluate(job, apart).allowed
 
 
 def test_an_update_that_changes_only_the_launcher_wiring_gets_the_full_verdict() -> None:
@@ -246,14 +246,14 @@ def test_the_slim_copy_keeps_the_launcher_wiring_and_flag(
     slim = slim_runtime(obj)
     assert wired_templates(slim) == wired_templates(obj)
     job = trainjob("deepspeed-tcpxo")
-    verdict = _judge(job, obj)
+    verdict = _evaluate(job, obj)
     assert [v.code.value for v in verdict.violations] == expected
-    assert _judge(job, slim) == verdict
+    assert _evaluate(job, slim) == verdict
 
 
 def test_the_slim_copy_keeps_the_flag_of_a_runtime_without_jobs() -> None:
     obj = mpi_runtime(labels=BOUND)
     obj["spec"] = {"mlPolicy": {"mpi": {"runLauncherAsNode": True}}}
-    verdict = _judge(trainjob("deepspeed-tcpxo"), obj)
+    verdict = _evaluate(trainjob("deepspeed-tcpxo"), obj)
     assert [v.code.value for v in verdict.violations] == ["NodeJobMissing", "NodeJobMissing"]
-    assert _judge(trainjob("deepspeed-tcpxo"), slim_runtime(obj)) == verdict
+    assert _evaluate(trainjob("deepspeed-tcpxo"), slim_runtime(obj)) == verdict
