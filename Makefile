@@ -37,6 +37,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(ON_PATH) $(BIN)/pytest -m "not e2e and not slow" --cov --cov-report=term-missing:skip-covered
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=100
+	$(BIN)/coverage report --fail-under=90 --format=total  # in-process branch coverage of app/, %
 
 # Timing windows on a live `nicguard serve` (graceful shutdown): seconds each, run by `make test`.
 slow: $(STAMP)

@@ -469,7 +469,7 @@ def report(
             + ", ".join(f"{n} {v['VmRSS'] / 1024:.1f} MiB" for n, v in rss.items()),
         )
     if mem is not None:
-        rss_ok = mem.worst_mib * 2**20 <= MAX_RSS_MB * 1e6  # MB as SPEC says: 10^6 bytes
+        rss_ok = mem.worst_mib * 2**20 <= MAX_RSS_MB * 1e6  # MB as the target says: 10^6 bytes
         ok = ok and rss_ok and not mem.load_round.errors
         _say(out)
         _say(

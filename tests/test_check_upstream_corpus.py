@@ -2,9 +2,9 @@
 
 Every fixture file comes from upstream (Kubeflow Trainer tags, NVIDIA AICR, Google's GPUDirect
 samples and docs, gke-networking-api reason constants); its header names the source and what was
-changed. ``tests/fixtures/upstream/README.md`` has one row per file with the verdict SPEC expects.
+changed. ``tests/fixtures/upstream/README.md`` has one row per file with its expected verdict.
 
-Expected verdicts follow the CURRENT SPEC (amended: InterfaceNameInvalid = "a valid Linux interface
+Expected verdicts follow docs/rules.md (amended: InterfaceNameInvalid = "a valid Linux interface
 name", so ``gpu0rdma0`` is accepted; ``eth0 -> pod-network`` accepted; MPI ``runLauncherAsNode``
 makes ``launcher`` a second wired template). Rows marked ``# FAILED at HEAD`` failed before
 issue #11's fixes. Rows that need §13 (hardware profiles, GKENetworkParamSets: issue #15) or §5's
@@ -120,7 +120,7 @@ _STOCK_V23 = [
 ]
 
 ROWS: list[Row] = [
-    # --- Kubeflow Trainer stock runtimes: unwired -> allowed, no warning (SPEC §2). ---
+    # --- Kubeflow Trainer stock runtimes: unwired -> allowed, no warning (docs/rules.md). ---
     *(_stock(V21, path, name) for path, name in _STOCK_V21),
     *(_stock(V23, path, name) for path, name in _STOCK_V23),
     # --- Kubeflow Trainer v2.3.0 examples/ and docs: unwired objects and TrainJobs. ---
@@ -233,7 +233,7 @@ ROWS: list[Row] = [
             (TJ, "team-a", "example-train-job"),
         ]
     ),
-    Row(  # runtime pytorch-distributed-gpu exists nowhere: allow with a warning (SPEC §2).
+    Row(  # runtime pytorch-distributed-gpu exists nowhere: allow with a warning (docs/rules.md).
         "v2.3.0 docs runtime-patches TrainJob (runtime absent)",
         ("trainer-v2.3.0/docs/runtime-patches-trainjob.yaml",),
         A3MEGA,
@@ -300,7 +300,7 @@ ROWS: list[Row] = [
         False,
         _codes("RecipeUnavailable", "NetworkNotFound"),
     ),
-    # --- AICR GB200 RDMA runtime (a4x-gb200-rdma profile, bound by name; SPEC §13). ---
+    # --- AICR GB200 RDMA runtime (a4x-gb200-rdma profile, bound by name; docs/rules.md). ---
     Row(
         "aicr rdma vs gb200 cluster",
         (AICR_RDMA,),
@@ -310,7 +310,7 @@ ROWS: list[Row] = [
         True,
         warns=False,
     ),
-    # Issue #15 (SPEC §13) adds the param set's own failing condition (rdma-3: SubnetNotFound).
+    # Issue #15 (docs/rules.md) adds the param set's own failing condition (rdma-3: SubnetNotFound).
     Row(
         "aicr rdma vs gb200, three broken pairs",
         (AICR_RDMA,),
@@ -376,7 +376,7 @@ ROWS: list[Row] = [
         False,
         _codes("InterfacesAnnotationMalformed"),
     ),
-    # Issue #19 (SPEC §5) makes the message name the runtime to fix (torch-tcpxo).
+    # Issue #19 (docs/rules.md) makes the message name the runtime to fix (torch-tcpxo).
     Row(  # inherits the runtime's wiring unchanged.
         "aicr doc sketch TrainJob",
         (SKETCH,),
@@ -468,7 +468,7 @@ ROWS: list[Row] = [
             "transplant-rdma-ap",
         ),
     ),
-    # FAILED at HEAD a05c5ce: InterfaceNameInvalid (^eth[1-9][0-9]*$); SPEC §3 amended to "a valid
+    # FAILED at HEAD a05c5ce: InterfaceNameInvalid (^eth[1-9][0-9]*$); the rule is now "a valid
     # Linux interface name".
     Row(
         "transplant ai-hypercomputer doc (gpu0rdma0..gpu7rdma0) vs a3-ultra",

@@ -1,4 +1,4 @@
-"""One admission request judged per SPEC section 1 (app.domain.evaluate)."""
+"""One admission request judged per docs/rules.md (app.domain.evaluate)."""
 
 from __future__ import annotations
 

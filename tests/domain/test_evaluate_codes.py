@@ -1,4 +1,4 @@
-"""Every SPEC section 3 code is produced by evaluate() for CREATE requests, with its status code."""
+"""Every docs/rules.md code is produced by evaluate() for CREATE requests, with its status code."""
 
 from __future__ import annotations
 

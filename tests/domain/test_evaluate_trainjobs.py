@@ -1,4 +1,4 @@
-"""Judging TrainJobs through their runtime (app.domain.evaluate, SPEC section 2)."""
+"""Judging TrainJobs through their runtime (app.domain.evaluate, docs/rules.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading the recipe ConfigMap and AICR's validation of its mapping (app.domain.recipe, SPEC 4)."""
+"""Reading the recipe ConfigMap and AICR's validation of its mapping (app.domain.recipe)."""
 
 from __future__ import annotations
 

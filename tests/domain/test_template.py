@@ -1,4 +1,4 @@
-"""Finding the worker ("node") pod template of a runtime (app.domain.template, SPEC section 2)."""
+"""Finding the worker ("node") pod template of a runtime (app.domain.template, docs/rules.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Faults on a real control plane of its own (SPEC 3 ClusterStateUnavailable, 6, 10 Reliability).
+"""Faults on a real control plane of its own (ClusterStateUnavailable; docs/operations.md).
 
 While kube-apiserver or etcd restarts, nicguard's watches are cut, its RBAC is withdrawn or the
 recipe disappears, AdmissionReviews are posted straight to nicguard (``faults.Tally``): each
@@ -408,7 +408,7 @@ def test_a_trainjob_applied_with_its_runtime_is_judged_while_the_watch_lags(
     """``kubectl apply`` of a new runtime and a drifted TrainJob in one file, 50 times, while
     nicguard's watches are held (their events late, the caches synced but stale): each
     TrainJob reaches nicguard before its runtime's watch event and must still be denied, judged
-    against one direct read of the runtime (SPEC 6)."""
+    against one direct read of the runtime (docs/operations.md)."""
     # Fresh connections first: the ones held are then the watches, not a pooled GET.
     before = len(faults.proxy.events())
     cut = faults.proxy.cut()

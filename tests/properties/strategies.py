@@ -527,7 +527,7 @@ MAX_MESSAGE_BYTES: Final = 1024
 
 
 def assert_well_formed(verdict: Verdict) -> None:
-    """Every part of a verdict has the type and vocabulary SPEC section 3 promises."""
+    """Every part of a verdict has the type and vocabulary docs/rules.md promises."""
     assert isinstance(verdict, Verdict)
     for violation in (*verdict.violations, *verdict.waived):
         assert isinstance(violation, Violation)

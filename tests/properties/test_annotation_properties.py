@@ -1,6 +1,6 @@
 """``parse_interfaces``: any text yields InterfaceRefs or AnnotationSyntaxError, nothing else.
 
-An independent model of SPEC section 3's ``InterfacesAnnotationMalformed`` rule says which
+An independent model of docs/rules.md ``InterfacesAnnotationMalformed`` rule says which
 decoded values are accepted; the parser must agree with it on every input.
 """
 

@@ -1,6 +1,6 @@
 """``POST /validate``: any body gets an answer below 500; a 200 is a valid AdmissionReview.
 
-SPEC section 5: malformed requests get a short JSON 4xx; a judged request echoes its uid,
+docs/rules.md: malformed requests get a short JSON 4xx; a judged request echoes its uid,
 never carries a patch, and keeps the apiserver's size limits. A core failure would surface as
 an in-band ClusterStateUnavailable denial, so the internal-error message is checked for too.
 """
@@ -63,7 +63,7 @@ def utf8_size(text: str) -> int:
 
 
 def check_review_response(body: Any, uid: object) -> None:
-    """A well-formed AdmissionReview v1 response for ``uid`` (SPEC section 5)."""
+    """A well-formed AdmissionReview v1 response for ``uid`` (docs/rules.md)."""
     assert body["apiVersion"] == API_VERSION
     assert body["kind"] == "AdmissionReview"
     response = body["response"]
@@ -217,7 +217,7 @@ def test_a_judged_review_echoes_any_uid_and_names_any_object(
 def test_any_request_leaves_the_metrics_renderable(
     state: ClusterSnapshot, sample: str, kind: dict[str, object]
 ) -> None:
-    """SPEC section 8: ``/metrics`` keeps working whatever a request carried."""
+    """docs/operations.md: ``/metrics`` keeps working whatever a request carried."""
     client, metrics = make_client(state)
     review = sample_review(sample)
     review["request"]["kind"] = kind

@@ -1,7 +1,7 @@
 """``evaluate``: any request, cluster view and policy gives a well-formed verdict, never raises.
 
-Also the policy switches (SPEC section 3 and 7) and the scope of UPDATE grandfathering
-(SPEC section 1: only an update that leaves the effective wiring untouched is grandfathered).
+Also the policy switches (docs/configuration.md) and the scope of UPDATE grandfathering
+(docs/rules.md: only an update that leaves the effective wiring untouched is grandfathered).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_each_kind_gets_a_well_formed_verdict(
 def test_unbound_runtimes_never_get_recipe_codes(
     obj: dict[str, object], kind: Kind, label: str | None, view: ClusterSnapshot
 ) -> None:
-    """Only recipe-bound objects are judged against the recipe (SPEC section 3): CTRs named in
+    """Only recipe-bound objects are judged against the recipe (docs/rules.md): CTRs named in
     ``recipe-runtimes`` and runtimes labelled exactly ``"true"``; a TR's name never binds it."""
     name = TCPXO_RUNTIME if kind is Kind.TRAINING_RUNTIME else "not-in-recipe-runtimes"
     metadata: dict[str, object] = {"name": name, "namespace": "team"}
@@ -138,7 +138,7 @@ def test_unbound_runtimes_never_get_recipe_codes(
 
 
 def effective_wiring(kind: Kind, obj: JsonMap, view: ClusterSnapshot, namespace: str) -> object:
-    """What SPEC section 1 compares on UPDATE: the effective annotations (and the runtimeRef).
+    """What docs/rules.md compares on UPDATE: the effective annotations (and the runtimeRef).
 
     When the runtime cannot be read, the TrainJob's own patches are all that is known.
     """

@@ -314,7 +314,7 @@ def test_a_valid_runtime_with_any_network_renamed_to_a_missing_one_is_denied(
 def test_any_change_to_a_recipe_bound_entry_is_denied(
     position: int, name: str, as_interface: bool
 ) -> None:
-    """Recipe-bound wiring must equal the recipe element-wise (SPEC section 3)."""
+    """Recipe-bound wiring must equal the recipe element-wise (docs/rules.md)."""
     assert evaluate(review(runtime(annotations=wired())), CLUSTER, Policy()).allowed
     listed = _with(list(PAIRS))
     entry = dict(listed[position + 1])

@@ -1,6 +1,6 @@
 """``trainjob_wiring`` and TrainJob verdicts: any shape at the patch paths, never an exception.
 
-A model of SPEC section 2's overlay (runtime annotations, then ``runtimePatches`` and
+A model of docs/rules.md overlay (runtime annotations, then ``runtimePatches`` and
 ``podTemplateOverrides`` in list order; later entries win; ``null`` changes nothing) must agree
 with the implementation on the effective values and on the field each value comes from.
 """
@@ -200,7 +200,7 @@ def encode(patch: Patch) -> dict[str, object]:
 def model(
     inherited: dict[str, object] | None, patch_list: list[Patch]
 ) -> dict[str, tuple[object, str]]:
-    """Effective ``key -> (value, field)`` per SPEC section 2."""
+    """Effective ``key -> (value, field)`` per docs/rules.md."""
     effective = {key: (value, "spec.runtimeRef") for key, value in (inherited or {}).items()}
     steps: list[tuple[str, dict[str, object]]] = []
     runtime_patches = [p for p in patch_list if not p.is_override]

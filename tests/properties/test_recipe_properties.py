@@ -1,7 +1,7 @@
 """``recipe_from_configmap``: any ConfigMap data yields a Recipe, never an exception.
 
 A Recipe carries a mapping, a problem, or neither (never both); a delivered mapping always
-passes AICR's ``ValidateGKETCPXOInterfaces`` (SPEC section 4), checked here by a model.
+passes AICR's ``ValidateGKETCPXOInterfaces`` (docs/rules.md), checked here by a model.
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ INVALID_NAMES = st.sampled_from(["eth0", "eth9", "eth10", "ETH1", "eth01", "ens3
 
 @st.composite
 def corrupted_pairs(draw: st.DrawFn) -> list[Pair]:
-    """A valid mapping with one thing AICR rejects (SPEC section 4's validation list)."""
+    """A valid mapping with one thing AICR rejects (docs/rules.md validation list)."""
     pairs = draw(valid_recipe_pairs())
     position = draw(st.integers(0, 7))
     other = pairs[(position + draw(st.integers(1, 7))) % 8]

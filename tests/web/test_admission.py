@@ -1,4 +1,4 @@
-"""POST /validate over the in-process ASGI client: every SPEC section 5 rule."""
+"""POST /validate over the in-process ASGI client: every docs/rules.md rule."""
 
 from __future__ import annotations
 

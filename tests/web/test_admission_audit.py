@@ -1,4 +1,4 @@
-"""The audit line as ``nicguard serve`` writes it: one JSON object per decision, SPEC 8 keys in
+"""The audit line as ``nicguard serve`` writes it: one JSON object per decision, its keys in
 order, the same bytes the json module writes (ASCII, ``\\u`` escapes), through logging."""
 
 from __future__ import annotations

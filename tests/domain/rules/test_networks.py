@@ -186,7 +186,7 @@ def _interface_only() -> dict[str, object]:
 def test_any_wired_object_is_denied_when_the_network_api_is_not_served(
     annotations: dict[str, object],
 ) -> None:
-    # SPEC section 3: NetworkAPINotServed applies to every wired object, not only to objects
+    # docs/rules.md: NetworkAPINotServed applies to every wired object, not only to objects
     # whose entries name Networks.
     assert codes(_assess(annotations, _not_served())) == ("NetworkAPINotServed",)
 
@@ -242,7 +242,7 @@ def test_unlistable_networks_are_cluster_state_unavailable_per_policy(
 def test_every_readable_wired_object_needs_the_network_view(
     annotations: dict[str, object], expected: tuple[str, ...]
 ) -> None:
-    # Whether the Network API is served matters to any wired object (SPEC: NetworkAPINotServed).
+    # Whether the Network API is served matters to any wired object (NetworkAPINotServed).
     view = replace(snapshot(), network_state=Unverifiable("networks cache not synced"))
     verdict = _assess(annotations, view)
     assert codes(verdict) == expected

@@ -1,4 +1,4 @@
-"""Structural rules of a wired node template (app.domain.rules.structure, SPEC section 3)."""
+"""Structural rules of a wired node template (app.domain.rules.structure, docs/rules.md)."""
 
 from __future__ import annotations
 
