@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import main
+
 ROOT = Path(__file__).resolve().parents[1]
 STATE = "examples/cluster"
 
@@ -133,3 +135,51 @@ def test_log_level_warning_leaves_out_the_notes_of_check(tmp_path: Path) -> None
     assert noted.stderr.startswith(f"nicguard: {other}: document 1: networking.gke.io/v1 Network n")
     quiet = nicguard("check", "--state", STATE, "--log-level", "warning", str(other))
     assert (quiet.returncode, quiet.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "out", "err"),
+    [
+        pytest.param(
+            ["check", "--state", STATE, "examples/objects/drifted-runtime.yaml"],
+            1,
+            "DENIED  ClusterTrainingRuntime torch-distributed-tcpxo",
+            "",
+            id="denied",
+        ),
+        pytest.param(
+            ["check", "--state", STATE, "--output", "json", "examples/objects/good-trainjob.yaml"],
+            0,
+            '"allowed": true',
+            "",
+            id="allowed-json",
+        ),
+        pytest.param(
+            ["check", "--state", "nowhere", "examples/objects"],
+            2,
+            "",
+            "nicguard: nowhere: no such file or directory",
+            id="input-error",
+        ),
+        pytest.param(
+            ["serve", "--state", STATE, "--not-ready", "maybe"],
+            2,
+            "",
+            "nicguard: invalid not-ready 'maybe' (from --not-ready): expected one of deny, warn",
+            id="serve-setting-error",
+        ),
+    ],
+)
+def test_main_in_process_returns_the_exit_status_and_prints_once(
+    argv: list[str],
+    status: int,
+    out: str,
+    err: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    assert out in captured.out
+    assert captured.err.startswith(err)
