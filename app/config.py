@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from app.domain.cluster import ObjectName
-from app.domain.policy import NotReady, OnUnverifiable, Policy
+from app.domain.policy import NotReady, OnUnverifiable, Policy, Protect
 
 _T = TypeVar("_T")
-_E = TypeVar("_E", NotReady, OnUnverifiable)
+_E = TypeVar("_E", NotReady, OnUnverifiable, Protect)
 
 ENV_PREFIX: Final = "NICGUARD_"
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
@@ -67,6 +67,11 @@ POLICY_OPTIONS: Final = (
     ),
     Option(
         "on-unverifiable", _POLICY.on_unverifiable.value, "deny|allow: when nicguard cannot decide"
+    ),
+    Option(
+        "protect",
+        _POLICY.protect.value,
+        "deny|warn|off: deleting an in-use Network or param set, breaking the recipe",
     ),
     Option("log-level", "info", "|".join(LOG_LEVELS)),
 )
@@ -157,6 +162,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
             not_ready=parse_value(raw, "not-ready", _choice(NotReady)),
             recipe_required=parse_value(raw, "recipe-required", parse_bool),
             on_unverifiable=parse_value(raw, "on-unverifiable", _choice(OnUnverifiable)),
+            protect=parse_value(raw, "protect", _choice(Protect)),
         ),
         log_level=parse_value(raw, "log-level", _log_level),
     )

@@ -96,6 +96,7 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         metrics=metrics,
         draining=lambda: lifecycle.draining,
         fetch_runtime=fetch_runtime,
+        recipe=settings.recipe_configmap,
     )
     probes = create_probe_app(readiness=readiness, liveness=alive, metrics=metrics)
     webhook = _Server(

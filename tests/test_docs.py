@@ -42,7 +42,7 @@ from app.config import (
 )
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable, snapshot_of
 from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.kinds import trainer_kind
+from app.domain.kinds import Guarded, trainer_kind
 from app.domain.verdict import Code, Verdict
 from app.statefiles import iter_objects, load_yaml
 from app.web.request import request_from_body
@@ -255,6 +255,7 @@ def live_view(name: str) -> ClusterSnapshot:
         load_yaml=load_yaml,
     )
     views = {
+        "state": snapshot,
         "networks-not-served": replace(snapshot, network_state=Networks({}, served=False)),
         "networks-unsynced": replace(snapshot, network_state=Unverifiable(REASON)),
         "recipe-unsynced": replace(snapshot, recipe_state=Unverifiable(REASON)),
@@ -263,16 +264,35 @@ def live_view(name: str) -> ClusterSnapshot:
     return views[name]
 
 
+def live_review(example: Example) -> tuple[Review, str]:
+    """The request a live-only block stands for, and the view it is judged against.
+
+    ``request`` blocks describe a request that is not an object to check: a DELETE of what the
+    wiring depends on (``operation``, ``kind``, ``name``, ``namespace``), judged on the state.
+    """
+    assert example.live_view is not None
+    body = yaml.safe_load(example.source.body)
+    if example.live_view == "request":
+        review = Review(
+            operation=Operation(body["operation"]),
+            kind=Guarded(body["kind"]),
+            namespace=body.get("namespace", ""),
+            name=body["name"],
+        )
+        return review, "state"
+    kind = trainer_kind(body)
+    assert kind is not None
+    namespace = body["metadata"].get("namespace", "") if kind.namespaced else ""
+    return Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=body), (
+        example.live_view
+    )
+
+
 @pytest.mark.parametrize("example", LIVE, ids=example_id)
 def test_live_only_example_yields_its_code_and_the_documented_message(example: Example) -> None:
-    assert example.live_view is not None
-    obj = yaml.safe_load(example.source.body)
-    kind = trainer_kind(obj)
-    assert kind is not None
-    namespace = obj["metadata"].get("namespace", "") if kind.namespaced else ""
-    review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)
+    review, view = live_review(example)
     settings = settings_from(argparse.Namespace(), {})
-    verdict = evaluate(review, live_view(example.live_view), settings.policy)
+    verdict = evaluate(review, live_view(view), settings.policy)
     assert {v.code.value for v in verdict.violations} == {example.title}
     assert verdict.undecided is (example.title == Code.CLUSTER_STATE_UNAVAILABLE)
     assert example.result.info == "text", f"rules.md:{example.result.line}: not a text block"
@@ -283,7 +303,13 @@ def test_live_only_example_yields_its_code_and_the_documented_message(example: E
 def test_sections_without_a_runnable_example_are_the_live_only_codes() -> None:
     runnable = {e.title for e in RUNNABLE}
     live = {e.title for e in LIVE}
-    assert live == {Code.NETWORK_API_NOT_SERVED.value, Code.CLUSTER_STATE_UNAVAILABLE.value}
+    assert live == {
+        Code.NETWORK_API_NOT_SERVED.value,
+        Code.CLUSTER_STATE_UNAVAILABLE.value,
+        Code.NETWORK_IN_USE.value,
+        Code.PARAM_SET_IN_USE.value,
+        Code.RECIPE_IN_USE.value,
+    }
     assert {code.value for code in Code} - runnable == live
 
 

@@ -58,6 +58,10 @@ class ClusterView(Protocol):
         """A ClusterTrainingRuntime (namespace ignored) or TrainingRuntime; None if absent."""
         ...
 
+    def runtimes(self) -> Iterable[tuple[RuntimeKey, JsonMap]] | Unverifiable:
+        """Every cached runtime (slim), for the objects that depend on a Network."""
+        ...
+
 
 RuntimeKey = tuple[Kind, str, str]
 """(kind, namespace, name); the namespace of a ClusterTrainingRuntime is ``""``."""
@@ -86,6 +90,11 @@ class ClusterSnapshot:
             return self.runtime_state
         return self.runtime_state.get(runtime_key(kind, namespace, name))
 
+    def runtimes(self) -> Iterable[tuple[RuntimeKey, JsonMap]] | Unverifiable:
+        if isinstance(self.runtime_state, Unverifiable):
+            return self.runtime_state
+        return self.runtime_state.items()
+
 
 RuntimeFetch = Callable[[Kind, str, str], JsonMap | Unverifiable | None]
 """One direct read of a runtime the caches lack: the object, None when absent, or why not."""
@@ -109,6 +118,9 @@ class WithRuntime:
         if runtime_key(kind, namespace, name) == self.key:
             return self.found
         return self.view.runtime(kind, namespace, name)
+
+    def runtimes(self) -> Iterable[tuple[RuntimeKey, JsonMap]] | Unverifiable:
+        return self.view.runtimes()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Final
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, RuntimeKey, Unverifiable, runtime_key
 from app.domain.fields import FieldPath, JsonMap, map_at
-from app.domain.kinds import Kind, runtime_ref_of
-from app.domain.policy import Policy
+from app.domain.kinds import Guarded, Kind, runtime_ref_of
+from app.domain.policy import Policy, Protect
+from app.domain.recipe import Recipe
 from app.domain.rules import cannot_decide
 from app.domain.rules.networks import network_findings, network_view
+from app.domain.rules.protect import (
+    network_deletion,
+    param_set_deletion,
+    recipe_deletion,
+    recipe_write,
+)
 from app.domain.rules.recipe import recipe_candidate, recipe_divergence, recorded_mapping, unwired
 from app.domain.rules.structure import structure_of
 from app.domain.template import (
@@ -46,18 +54,39 @@ class Review:
     """The parts of an admission request the rules need.
 
     ``kind`` is None for objects nicguard does not judge; ``obj`` is required for CREATE/UPDATE.
+    ``name`` and ``username`` are the request's; ``written_recipe`` is the recipe ConfigMap of a
+    CREATE/UPDATE of it, as parsed by the adapter that decodes YAML.
     """
 
     operation: Operation
-    kind: Kind | None
+    kind: Kind | Guarded | None
     namespace: str = ""
     obj: JsonMap | None = None
     old_obj: JsonMap | None = None
     subresource: str = ""
+    name: str = ""
+    username: str = ""
+    written_recipe: Recipe | None = None
+
+
+# Deleting a namespace or cascading deletes must never deadlock on what nicguard guards.
+EXEMPT_USERS: Final = frozenset(
+    {
+        "system:serviceaccount:kube-system:namespace-controller",
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+    }
+)
+_GUARDED_OPERATIONS: Final = {
+    Guarded.NETWORK: frozenset({Operation.DELETE}),
+    Guarded.PARAM_SET: frozenset({Operation.DELETE}),
+    Guarded.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
+}
 
 
 def skip_reason(review: Review) -> str | None:
     """Why a request is allowed without evaluation, or None when it must be judged."""
+    if isinstance(review.kind, Guarded):
+        return _guarded_skip_reason(review.kind, review)
     if review.operation not in (Operation.CREATE, Operation.UPDATE):
         return f"{review.operation} is not checked"
     if review.subresource:
@@ -67,6 +96,16 @@ def skip_reason(review: Review) -> str | None:
     metadata = map_at(review.obj, "metadata")
     if metadata is not None and metadata.get("deletionTimestamp"):
         return "object is being deleted"
+    return None
+
+
+def _guarded_skip_reason(kind: Guarded, review: Review) -> str | None:
+    if review.operation not in _GUARDED_OPERATIONS[kind]:
+        return f"{review.operation} of a {kind.value} is not checked"
+    if review.subresource:
+        return f"subresource {review.subresource} is not checked"
+    if review.username in EXEMPT_USERS:
+        return f"{review.username} is never blocked (namespace deletion, garbage collection)"
     return None
 
 
@@ -83,6 +122,8 @@ def runtime_needed(review: Review) -> RuntimeKey | None:
 
 def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:
     """The verdict for one request; never raises for any input."""
+    if isinstance(review.kind, Guarded):
+        return _evaluate_guarded(review.kind, review, view, policy)
     if skip_reason(review) is not None or review.kind is None or review.obj is None:
         return Verdict()
     current = evaluate_object(review.kind, review.obj, review.namespace, view, policy)
@@ -93,6 +134,22 @@ def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:
     if previous.fingerprint != current.fingerprint:
         return verdict  # the update changes the wiring: full verdict
     return _grandfather(verdict, previous.verdict)
+
+
+def _evaluate_guarded(kind: Guarded, review: Review, view: ClusterView, policy: Policy) -> Verdict:
+    """What the wiring depends on (docs/rules.md: NetworkInUse, ParamSetInUse, RecipeInUse)."""
+    if policy.protect is Protect.OFF or skip_reason(review) is not None:
+        return Verdict()
+    out = VerdictBuilder()
+    if kind is Guarded.NETWORK:
+        network_deletion(review.name, view, policy, out)
+    elif kind is Guarded.PARAM_SET:
+        param_set_deletion(review.name, view, policy, out)
+    elif review.operation is Operation.DELETE:
+        recipe_deletion(view, policy, out)
+    elif review.written_recipe is not None:
+        recipe_write(review.written_recipe, view, policy, out)
+    return out.build()
 
 
 def _grandfather(verdict: Verdict, previous: Verdict) -> Verdict:

@@ -44,6 +44,14 @@ def trainer_kind(obj: object) -> Kind | None:
     return kind_of(group, str_at(obj, "kind") or "")
 
 
+class Guarded(StrEnum):
+    """What the wiring depends on, guarded against writes that would break it (docs/rules.md)."""
+
+    NETWORK = "Network"
+    PARAM_SET = "GKENetworkParamSet"
+    RECIPE = "ConfigMap"
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeRef:
     """``spec.runtimeRef`` of a TrainJob with Trainer's CRD defaults applied."""

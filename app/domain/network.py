@@ -23,6 +23,8 @@ class Network:
 
     name: str
     problem: str = ""
+    param_set: str = ""
+    """The GKENetworkParamSet ``spec.parametersRef`` names, or "" when it names none."""
 
     @property
     def usable(self) -> bool:
@@ -34,7 +36,9 @@ def network_from_object(obj: object) -> Network | None:
     name = str_at(obj, "metadata", "name")
     if not name:
         return None
-    return Network(name=name, problem="; ".join(_problems(obj)))
+    ref = map_at(obj, "spec", "parametersRef")
+    param_set = str_at(ref, "name") if str_at(ref, "kind") == PARAM_SET_KIND else None
+    return Network(name=name, problem="; ".join(_problems(obj)), param_set=param_set or "")
 
 
 def _problems(obj: object) -> list[str]:

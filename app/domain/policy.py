@@ -24,6 +24,14 @@ class OnUnverifiable(StrEnum):
     ALLOW = "allow"
 
 
+class Protect(StrEnum):
+    """What a write that breaks what the wiring depends on gets (NetworkInUse and its kin)."""
+
+    DENY = "deny"
+    WARN = "warn"
+    OFF = "off"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     """Verdict-shaping settings; defaults are documented in docs/configuration.md."""
@@ -32,3 +40,4 @@ class Policy:
     not_ready: NotReady = NotReady.DENY
     recipe_required: bool = True
     on_unverifiable: OnUnverifiable = OnUnverifiable.DENY
+    protect: Protect = Protect.DENY

@@ -28,6 +28,9 @@ class Code(StrEnum):
     NETWORK_API_NOT_SERVED = "NetworkAPINotServed"
     RECIPE_UNAVAILABLE = "RecipeUnavailable"
     RECIPE_INVALID = "RecipeInvalid"
+    NETWORK_IN_USE = "NetworkInUse"
+    PARAM_SET_IN_USE = "ParamSetInUse"
+    RECIPE_IN_USE = "RecipeInUse"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 
@@ -38,6 +41,8 @@ class Violation:
     code: Code
     field: str
     message: str
+    causes: tuple[tuple[str, str], ...] = ()
+    """``(field, message)`` per object the message names, when it names several (dependents)."""
 
     def render(self) -> str:
         return f"[{self.code}] {self.message}"

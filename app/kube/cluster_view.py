@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Final
@@ -144,6 +144,16 @@ class KubeClusterView:
         if not state.synced:
             return _unverifiable(cache.name, state.error)
         return state.items.get(runtime_key(kind, namespace, name))
+
+    def runtimes(self) -> Iterable[tuple[RuntimeKey, JsonMap]] | Unverifiable:
+        """Every cached ClusterTrainingRuntime and TrainingRuntime (slim)."""
+        states = []
+        for cache in (self._cluster_runtimes, self._runtimes):
+            state = cache.state
+            if not state.synced:
+                return _unverifiable(cache.name, state.error)
+            states.append(state.items)
+        return [item for items in states for item in items.items()]
 
     def fetch_runtime(self, kind: Kind, namespace: str, name: str) -> JsonMap | Unverifiable | None:
         """One GET of a runtime the cache lacks (created a moment ago, its watch event still on

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import audit
-from app.domain.cluster import ClusterView, RuntimeFetch, Unverifiable, WithRuntime
+from app.domain.cluster import ClusterView, ObjectName, RuntimeFetch, Unverifiable, WithRuntime
 from app.domain.evaluate import evaluate, runtime_needed
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
@@ -48,16 +48,19 @@ def create_admission_app(
     draining: Callable[[], bool] = lambda: False,
     body_timeout: float = BODY_TIMEOUT_SECONDS,
     fetch_runtime: RuntimeFetch | None = None,
+    recipe: ObjectName | None = None,
 ) -> ASGIApp:
     """``draining()`` true (after SIGTERM): answers carry ``Connection: close``. A body not
     received within ``body_timeout`` seconds is answered with a 408. ``fetch_runtime`` reads a
-    TrainJob's runtime that ``view`` lacks (Kubernetes mode), once, within 1 s."""
+    TrainJob's runtime that ``view`` lacks (Kubernetes mode), once, within 1 s. ``recipe``
+    names the recipe ConfigMap, whose writes are judged (no other ConfigMap is)."""
     validate = _Validate(
         view=view,
         policy=policy,
         metrics=metrics,
         body_timeout=body_timeout,
         fetch_runtime=fetch_runtime,
+        recipe=recipe,
     )
     # Everything but POST /validate (other methods and paths, lifespan) goes through FastAPI, so
     # it keeps FastAPI's answers (405 with Allow, 404, trailing-slash redirects).
@@ -91,10 +94,12 @@ class _Validate:
         metrics: Metrics,
         body_timeout: float,
         fetch_runtime: RuntimeFetch | None,
+        recipe: ObjectName | None,
     ) -> None:
         self._view, self._policy, self._metrics = view, policy, metrics
         self._body_timeout = body_timeout
         self._fetch_runtime = fetch_runtime
+        self._recipe = recipe
         # Its own threads, not the loop's default executor: a read still hanging after its
         # deadline must not hold up whoever closes the loop (asyncio.run waits for those).
         self._fetching = ThreadPoolExecutor(max_workers=4, thread_name_prefix="runtime-get")
@@ -102,7 +107,8 @@ class _Validate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         try:
-            admission = request_from_body(await json_body(scope, receive, self._body_timeout))
+            body = await json_body(scope, receive, self._body_timeout)
+            admission = request_from_body(body, self._recipe)
         except HTTPProblemError as problem:
             status, content = (
                 problem.status,

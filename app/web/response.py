@@ -1,6 +1,7 @@
 """Building the AdmissionReview response from a verdict, within the apiserver's size limits.
 
-Denials: ``status.message`` one line per violation (<= 1 KiB), ``details.causes`` per violation;
+Denials: ``status.message`` one line per violation (<= 1 KiB), ``details.causes`` per violation
+(per dependent it names, for NetworkInUse and its kin);
 warnings <= 120 characters each; auditAnnotations ``decision``, ``violations``, ``recipe``.
 """
 
@@ -53,9 +54,11 @@ def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, ob
             "group": admission.group,
             "kind": admission.kind,
             "causes": [
-                {"reason": v.code.value, "field": v.field, "message": v.message}
-                for v in verdict.violations[:CAUSES_MAX]
-            ],
+                {"reason": v.code.value, "field": field, "message": message}
+                for v in verdict.violations
+                # One cause per object a violation names (dependents), else one per violation.
+                for field, message in (v.causes or ((v.field, v.message),))
+            ][:CAUSES_MAX],
         },
     }
 

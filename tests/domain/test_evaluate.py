@@ -265,3 +265,4 @@ def test_a_view_with_one_runtime_read_directly_answers_it_and_delegates_the_rest
         Kind.CLUSTER_TRAINING_RUNTIME, "", "other"
     )
     assert (view.networks(), view.recipe()) == (base.networks(), base.recipe())
+    assert view.runtimes() == base.runtimes()

@@ -108,8 +108,13 @@ CASES = {
 }
 
 
+# Produced by deleting what the wiring depends on or writing the recipe, not by a CREATE of a
+# Trainer object: tests/domain/rules/test_protect.py.
+GUARD_CODES = {Code.NETWORK_IN_USE, Code.PARAM_SET_IN_USE, Code.RECIPE_IN_USE}
+
+
 def test_the_table_below_covers_every_code() -> None:
-    assert set(CASES) == set(Code)
+    assert set(CASES) | GUARD_CODES == set(Code)
 
 
 @pytest.mark.parametrize("code", [pytest.param(code, id=code.value) for code in CASES])

@@ -10,7 +10,7 @@ from tests.builders import condition, network
 
 def test_a_ready_bound_network_is_usable() -> None:
     found = network_from_object(network("gpu-nic-0"))
-    assert found == Network("gpu-nic-0")
+    assert found == Network("gpu-nic-0", param_set="gpu-nic-0")
     assert found.usable
 
 
@@ -91,7 +91,7 @@ def test_an_earlier_failing_duplicate_is_overridden_by_a_later_true_one() -> Non
         condition("ParamsReady"),
     ]
     found = network_from_object(network("n", conditions=conditions))
-    assert found == Network("n")
+    assert found == Network("n", param_set="n")
 
 
 @pytest.mark.parametrize(
@@ -104,3 +104,13 @@ def test_an_earlier_failing_duplicate_is_overridden_by_a_later_true_one() -> Non
 )
 def test_a_network_without_a_name_is_dropped(obj: object) -> None:
     assert network_from_object(obj) is None
+
+
+@pytest.mark.parametrize(
+    ("param_kind", "expected"),
+    [("GKENetworkParamSet", "gpu-nic-0"), ("ConfigMap", ""), (None, "")],
+)
+def test_a_network_knows_the_param_set_it_references(param_kind: str | None, expected: str) -> None:
+    found = network_from_object(network("gpu-nic-0", param_kind=param_kind))
+    assert found is not None
+    assert found.param_set == expected

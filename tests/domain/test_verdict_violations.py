@@ -24,6 +24,9 @@ def test_the_violation_codes_are_exactly_the_spec_list() -> None:
         "NetworkAPINotServed",
         "RecipeUnavailable",
         "RecipeInvalid",
+        "NetworkInUse",
+        "ParamSetInUse",
+        "RecipeInUse",
         "ClusterStateUnavailable",
     ]
 

@@ -130,7 +130,9 @@ def test_networks_come_from_the_cache_as_domain_values(make_view: MakeView) -> N
     view = make_view(networks=source)
     assert view.wait_synced(5)
     wait_for(lambda: len(source.watch_versions) == 2)
-    assert view.networks() == Networks(by_name={"gpu-nic-0": Network("gpu-nic-0")})
+    assert view.networks() == Networks(
+        by_name={"gpu-nic-0": Network("gpu-nic-0", param_set="gpu-nic-0")}
+    )
 
 
 def test_network_api_not_served_is_answered_without_unverifiable(make_view: MakeView) -> None:

@@ -34,7 +34,7 @@ def sample_review(name: str) -> dict[str, Any]:
 
 def make_client(view: ClusterView, policy: Policy | None = None) -> tuple[TestClient, Metrics]:
     metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
-    app = create_admission_app(view=view, policy=policy or Policy(), metrics=metrics)
+    app = create_admission_app(view=view, policy=policy or Policy(), metrics=metrics, recipe=RECIPE)
     return TestClient(app), metrics
 
 

@@ -1,0 +1,244 @@
+"""Protecting what the wiring depends on: deleting a Network or its GKENetworkParamSet, and
+writing or deleting the recipe (docs/rules.md). Judged from the view's snapshot, no API call.
+
+A Network stays while the recipe or a cached runtime names it; its param set while such a
+Network references it; the recipe while it binds a cached runtime. A valid recipe write is
+allowed with warnings that give its blast radius.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from app.domain.annotation import AnnotationSyntaxError, InterfaceRef, parse_interfaces
+from app.domain.cluster import ClusterView, Networks, RuntimeKey, Unverifiable
+from app.domain.fields import JsonMap
+from app.domain.kinds import Kind
+from app.domain.policy import Policy, Protect
+from app.domain.recipe import Recipe
+from app.domain.rules import cannot_decide
+from app.domain.rules.recipe import recipe_candidate
+from app.domain.template import PodTemplate, wired_templates
+from app.domain.verdict import Code, VerdictBuilder, Violation, shown
+from app.domain.wiring import template_wiring
+
+LISTED_MAX: Final = 10
+"""Dependents a message names; the rest are counted."""
+_BLAST_NAMED: Final = 3
+_FIELD: Final = "metadata.name"
+
+
+@dataclass(frozen=True, slots=True)
+class Dependent:
+    """An object that names a Network, and the interfaces it maps to it."""
+
+    what: str
+    interfaces: tuple[str, ...]
+
+    def describe(self) -> str:
+        if not self.interfaces:
+            return self.what
+        return f"{self.what} ({', '.join(self.interfaces)})"
+
+
+def network_deletion(name: str, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
+    """NetworkInUse when the delivered recipe or a cached runtime names the Network."""
+    dependents = _dependents_of(name, view, policy, out)
+    if dependents:
+        out.judge(
+            _in_use(
+                Code.NETWORK_IN_USE,
+                f"Network {shown(name)} is in use by",
+                dependents,
+                "deleting it would leave their pods without these interfaces",
+            ),
+            enforce=policy.protect is Protect.DENY,
+        )
+
+
+def param_set_deletion(name: str, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
+    """ParamSetInUse when a Network in use references the GKENetworkParamSet."""
+    networks = view.networks()
+    if isinstance(networks, Unverifiable):
+        cannot_decide(out, policy, _FIELD, f"Networks cannot be listed: {networks.reason}")
+        return
+    backed = sorted(n.name for n in networks.by_name.values() if n.param_set == name)
+    in_use: list[Dependent] = []
+    for network in backed:
+        dependents = _dependents_of(network, view, policy, out)
+        if dependents is None:
+            return
+        if dependents:
+            users = _listing([d.describe() for d in dependents], 2)
+            in_use.append(Dependent(f"Network {shown(network)}, used by {users}", ()))
+    if in_use:
+        out.judge(
+            _in_use(
+                Code.PARAM_SET_IN_USE,
+                f"GKENetworkParamSet {shown(name)} backs",
+                in_use,
+                "deleting it would make these Networks unusable",
+            ),
+            enforce=policy.protect is Protect.DENY,
+        )
+
+
+def recipe_deletion(view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
+    """RecipeInUse when the recipe delivers a mapping and binds a cached runtime."""
+    recipe, runtimes = view.recipe(), view.runtimes()
+    for state, what in ((recipe, "the recipe ConfigMap"), (runtimes, "runtimes")):
+        if isinstance(state, Unverifiable):
+            cannot_decide(out, policy, _FIELD, f"{what} cannot be read: {state.reason}")
+            return
+    assert not isinstance(runtimes, Unverifiable)  # noqa: S101 - narrowed by the loop above
+    if not isinstance(recipe, Recipe) or recipe.mapping is None:
+        return
+    bound = [Dependent(_runtime_name(key), ()) for key, obj in _bound(runtimes, policy)]
+    if bound:
+        out.judge(
+            _in_use(
+                Code.RECIPE_IN_USE,
+                f"the recipe {_recipe_name(recipe)} binds",
+                bound,
+                "without it they could not be checked (RecipeUnavailable)",
+            ),
+            enforce=policy.protect is Protect.DENY,
+        )
+
+
+def recipe_write(written: Recipe, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
+    """RecipeInvalid for an invalid recipe; a valid one is allowed with its blast radius."""
+    if written.problem is not None:
+        out.judge(
+            Violation(
+                code=Code.RECIPE_INVALID,
+                field="data",
+                message=f"the recipe ConfigMap {_recipe_name(written)} is invalid: "
+                f"{written.problem}",
+            ),
+            enforce=policy.protect is Protect.DENY,
+        )
+        return
+    if written.mapping is None:
+        return
+    runtimes = view.runtimes()
+    if not isinstance(runtimes, Unverifiable):
+        _diverging(written.mapping, runtimes, policy, out)
+    networks = view.networks()
+    if isinstance(networks, Networks):
+        _unusable(written.mapping, networks, out)
+
+
+def _diverging(
+    mapping: tuple[InterfaceRef, ...],
+    runtimes: Iterable[tuple[RuntimeKey, JsonMap]],
+    policy: Policy,
+    out: VerdictBuilder,
+) -> None:
+    diverging = [
+        _runtime_name(key)
+        for key, obj in _bound(runtimes, policy)
+        if any(secondaries != mapping for secondaries in _secondaries(obj))
+    ]
+    _blast(out, Code.MAPPING_DIVERGES_FROM_RECIPE, "would diverge from this recipe", diverging)
+
+
+def _unusable(mapping: tuple[InterfaceRef, ...], networks: Networks, out: VerdictBuilder) -> None:
+    missing, unusable = [], []
+    for entry in mapping:
+        found = networks.by_name.get(entry.network or "")
+        if found is None:
+            missing.append(entry.pair())
+        elif not found.usable:
+            unusable.append(entry.pair())
+    _blast(out, Code.NETWORK_NOT_FOUND, "names a missing Network", missing)
+    _blast(out, Code.NETWORK_NOT_READY, "names a Network that is not usable", unusable)
+
+
+def _blast(out: VerdictBuilder, code: Code, what: str, items: list[str]) -> None:
+    """One warning per item, the first few, each short enough for kubectl to show whole."""
+    for item in items[:_BLAST_NAMED]:
+        out.note(f"[{code}] {what}: {item}")
+    if len(items) > _BLAST_NAMED:
+        out.note(f"[{code}] ... and {len(items) - _BLAST_NAMED} more")
+
+
+def _dependents_of(
+    name: str, view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> list[Dependent] | None:
+    """Who names Network ``name``: the delivering recipe, then runtimes; None if unknowable."""
+    recipe, runtimes = view.recipe(), view.runtimes()
+    for state, what in ((recipe, "the recipe ConfigMap"), (runtimes, "runtimes")):
+        if isinstance(state, Unverifiable):
+            cannot_decide(out, policy, _FIELD, f"{what} cannot be read: {state.reason}")
+            return None
+    assert not isinstance(runtimes, Unverifiable)  # noqa: S101 - narrowed by the loop above
+    found: list[Dependent] = []
+    if isinstance(recipe, Recipe) and recipe.mapping is not None:
+        named = tuple(e.interface_name for e in recipe.mapping if e.network == name)
+        if named:
+            found.append(Dependent(f"recipe {_recipe_name(recipe)}", named))
+    for key, obj in sorted(runtimes, key=lambda item: item[0]):
+        named = tuple(
+            dict.fromkeys(
+                e.interface_name
+                for secondaries in _secondaries(obj)
+                for e in secondaries
+                if e.network == name
+            )
+        )
+        if named:
+            found.append(Dependent(_runtime_name(key), named))
+    return found
+
+
+def _secondaries(runtime: JsonMap) -> Iterable[tuple[InterfaceRef, ...]]:
+    """The secondary entries of each wired template whose annotation parses."""
+    for template in wired_templates(runtime):
+        if not isinstance(template, PodTemplate):
+            continue
+        wiring = template_wiring(template)
+        value = None if wiring.interfaces is None else wiring.interfaces.value
+        if not isinstance(value, str):
+            continue
+        try:
+            yield parse_interfaces(value)[1:]
+        except AnnotationSyntaxError:
+            continue
+
+
+def _bound(
+    runtimes: Iterable[tuple[RuntimeKey, JsonMap]], policy: Policy
+) -> list[tuple[RuntimeKey, JsonMap]]:
+    return sorted(
+        ((key, obj) for key, obj in runtimes if recipe_candidate(key[0], obj, policy)),
+        key=lambda item: item[0],
+    )
+
+
+def _in_use(code: Code, lead: str, dependents: list[Dependent], consequence: str) -> Violation:
+    named = dependents[:LISTED_MAX]
+    return Violation(
+        code=code,
+        field=_FIELD,
+        message=f"{lead} {_listing([d.describe() for d in dependents], LISTED_MAX)}; {consequence}",
+        causes=tuple((_FIELD, d.describe()) for d in named),
+    )
+
+
+def _listing(items: list[str], most: int) -> str:
+    shown_items = ", ".join(items[:most])
+    extra = len(items) - most
+    return f"{shown_items} and {extra} more" if extra > 0 else shown_items
+
+
+def _runtime_name(key: RuntimeKey) -> str:
+    kind, namespace, name = key
+    where = f"{namespace}/" if kind is Kind.TRAINING_RUNTIME else ""
+    return f"{kind.value} {shown(where + name)}"
+
+
+def _recipe_name(recipe: Recipe) -> str:
+    return recipe.ref.partition("@")[0]
