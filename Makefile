@@ -91,7 +91,7 @@ wrk:
 
 # End to end on a real control plane (BENCHMARKS.md): create latency with no admission, an in-tree
 # ValidatingAdmissionPolicy, bare FastAPI and Go echo webhooks and nicguard, as `kubectl create`
-# processes (SPEC 10's kubectl-equivalent create: the target) and as bare POSTs on a warm
+# processes (a kubectl-equivalent create: the target) and as bare POSTs on a warm
 # connection (the strict view, printed); then nicguard's RSS in Kubernetes mode with 10,000
 # cached objects. Exits 1 when the kubectl-view or RSS target is missed.
 .PHONY: bench-e2e

@@ -53,9 +53,9 @@ def webhook_name(index: int) -> str:
 
 
 def without_ca(config: dict[str, Any], urls: Sequence[str]) -> dict[str, Any]:
-    """The shipped configuration, its webhook repeated once per url, and no caBundle at all."""
+    """The shipped configuration, its Trainer webhook repeated once per url, no caBundle at all."""
     registered = copy.deepcopy(config)
-    (shipped,) = registered["webhooks"]
+    shipped = registered["webhooks"][0]  # validate.nicguard.dev, the Trainer objects
     registered["webhooks"] = [
         {**copy.deepcopy(shipped), "name": webhook_name(i), "clientConfig": {"url": url}}
         for i, url in enumerate(urls)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.e2e.objects import DENIED
+from tests.e2e.objects import WEBHOOK
 from tests.e2e.state import Run
 
 
@@ -26,16 +26,27 @@ def warned(run: Run, *warnings: str) -> None:
         assert any(warning in line for line in lines), shown(run)
 
 
+# The webhook of each code that is not about the Trainer objects (manifests/base/webhook.yaml).
+_WEBHOOK_OF_CODE = {
+    "NetworkInUse": "protect.nicguard.dev",
+    "ParamSetInUse": "protect.nicguard.dev",
+    "RecipeInUse": "recipe.nicguard.dev",
+}
+
+
 def denied(run: Run, subject: str, code: str, *fragments: str) -> str:
-    """Exit 1 and stderr showing nicguard's denial of ``subject`` led by ``[code]``.
+    """Exit 1 and stderr showing nicguard's denial of ``subject`` led by ``[code]`` (by the
+    recipe webhook for a ConfigMap, the protect webhook for Networks and param sets).
 
     Returns nicguard's message (what follows the apiserver's prefix) for further checks.
     """
     assert run.returncode == 1, shown(run)
     assert "Error from server (Forbidden)" in run.stderr, shown(run)
-    lead = f"{DENIED}{subject}: [{code}] "
+    webhook = "recipe.nicguard.dev" if subject.startswith("ConfigMap/") else WEBHOOK
+    prefix = f'admission webhook "{_WEBHOOK_OF_CODE.get(code, webhook)}" denied the request: '
+    lead = f"{prefix}{subject}: [{code}] "
     assert lead in run.stderr, f"expected {lead!r}\n{shown(run)}"
-    message = run.stderr[run.stderr.index(lead) + len(DENIED) :]
+    message = run.stderr[run.stderr.index(lead) + len(prefix) :]
     for fragment in fragments:
         assert fragment in message, f"expected {fragment!r}\n{shown(run)}"
     return message

@@ -111,24 +111,25 @@ def wait_for_recipe(stack: Stack) -> None:
     )
 
 
-def replace_data(stack: Stack, data: dict[str, str]) -> None:
+def replace_data(stack: Stack, data: dict[str, str], *flags: str) -> None:
     namespace, name = RECIPE
     patch = json.dumps([{"op": "replace", "path": "/data", "value": data}])
-    args = ["patch", "configmap", name, "-n", namespace, "--type=json", "-p", patch]
+    args = ["patch", "configmap", name, "-n", namespace, "--type=json", "-p", patch, *flags]
     checked(stack.kubectl(*args, who="admin"), "editing the recipe")
 
 
 @contextlib.contextmanager
-def recipe_edited(stack: Stack, data: dict[str, str]) -> Iterator[str]:
-    """Replace the recipe's data; yields the new ref; restores it and waits for nicguard after."""
+def recipe_edited(stack: Stack, data: dict[str, str], *flags: str) -> Iterator[str]:
+    """Replace the recipe's data (``kubectl patch`` with ``flags``); yields the new ref; restores
+    it and waits for nicguard after."""
     namespace, name = RECIPE
     get = ["get", "configmap", name, "-n", namespace, "-o", "json"]
     original = json.loads(checked(stack.kubectl(*get, who="admin"), "reading the recipe").stdout)
-    replace_data(stack, data)
+    replace_data(stack, data, *flags)
     try:
         yield recipe_ref(stack.plane)
     finally:
-        replace_data(stack, original["data"])
+        replace_data(stack, original["data"], *flags)
         wait_for_recipe(stack)
 
 

@@ -144,3 +144,19 @@ def eventually(
     return wait_until(
         probe, timeout=timeout, what="kubectl to agree", interval=0.2, diagnose=diagnose
     )
+
+
+# The break-glass of the shipped webhooks: the object labelled, the requester in the group.
+BREAK_GLASS_LABEL: Final = "nicguard.dev/break-glass=true"
+AS_BREAK_GLASS: Final = (
+    "--as=admin",
+    "--as-group=system:masters",
+    "--as-group=nicguard:break-glass",
+)
+
+
+def delete_past_nicguard(plane: ControlPlane, *target: str) -> Run:
+    """Delete ``target`` (``kind name [-n ns]``) with the break-glass: what nicguard protects
+    (an in-use Network, the recipe) goes, as when an operator overrides it."""
+    checked(plane.kubectl("admin", "label", *target, BREAK_GLASS_LABEL), "break-glass label")
+    return checked(plane.kubectl("admin", "delete", *target, *AS_BREAK_GLASS), "deleting")

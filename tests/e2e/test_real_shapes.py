@@ -6,6 +6,8 @@ its TrainJob in one ``kubectl apply`` while nicguard's watch lags: test_faults.p
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.e2e import expect
@@ -19,7 +21,7 @@ from tests.e2e.objects import (
     with_pairs,
 )
 from tests.e2e.stack import Stack, recipe_edited
-from tests.e2e.state import eventually
+from tests.e2e.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, RECIPE, checked, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -31,9 +33,21 @@ SNAPSHOT = "apiVersion: aicr.run/v1alpha1\nkind: Snapshot\nmeasurements: []\n"
 def test_a_snapshot_in_the_recipe_configmap_never_switches_the_recipe_check_off(
     stack: Stack,
 ) -> None:
+    """Writing a Snapshot over the recipe is refused (RecipeInvalid); forced in anyway with the
+    break-glass, it does not switch the check off: recipe-bound objects are RecipeInvalid."""
+    namespace, configmap = RECIPE
+    patch = json.dumps([{"op": "replace", "path": "/data", "value": {"snapshot.yaml": SNAPSHOT}}])
+    target = ("configmap", configmap, "-n", namespace)
+    expect.denied(
+        stack.kubectl("patch", *target, "--type=json", "-p", patch, who="admin"),
+        f"ConfigMap/{namespace}/{configmap}",
+        "RecipeInvalid",
+        'data key snapshot.yaml is not a RecipeResult (kind "Snapshot")',
+    )
     name = unique("tcpxo-snapshot")
     drifted = runtime(name, pairs=SWAPPED, recipe_bound=True)
-    with recipe_edited(stack, {"snapshot.yaml": SNAPSHOT}) as snapshot_ref:
+    checked(stack.kubectl("label", *target, BREAK_GLASS_LABEL, who="admin"), "labelling")
+    with recipe_edited(stack, {"snapshot.yaml": SNAPSHOT}, *AS_BREAK_GLASS) as snapshot_ref:
         run = eventually(
             lambda: stack.apply(drifted, dry_run=True),
             lambda run: "[RecipeInvalid]" in run.stderr,
@@ -45,6 +59,7 @@ def test_a_snapshot_in_the_recipe_configmap_never_switches_the_recipe_check_off(
             f"the recipe ConfigMap {snapshot_ref} is invalid: "
             'data key snapshot.yaml is not a RecipeResult (kind "Snapshot")',
         )
+    checked(stack.kubectl("label", *target, "nicguard.dev/break-glass-", who="admin"), "unlabel")
     assert stack.kubectl("get", "clustertrainingruntime", name).returncode == 1
 
 

@@ -20,7 +20,7 @@ from tests.e2e.objects import (
     unique,
 )
 from tests.e2e.stack import Stack, network_backed_runtime
-from tests.e2e.state import NETWORKS, checked, eventually
+from tests.e2e.state import NETWORKS, delete_past_nicguard, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def stale_job(stack: Stack, namespace: str) -> tuple[str, str]:
     name = job["metadata"]["name"]
     eventually(lambda: stack.apply(job, dry_run=True), lambda run: not run.stderr)
     expect.allowed(stack.apply(job), f"trainjob.trainer.kubeflow.org/{name} created")
-    checked(stack.kubectl("delete", NETWORKS, net, who="admin"), "deleting the Network")
+    delete_past_nicguard(stack.plane, NETWORKS, net)  # in use: only the break-glass deletes it
     probe = trainjob(unique("probe"), namespace, runtime_name, kind="TrainingRuntime")
     eventually(lambda: stack.apply(probe, dry_run=True), lambda run: run.returncode != 0)
     return name, net

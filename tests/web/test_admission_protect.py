@@ -131,3 +131,19 @@ def test_the_namespace_controller_deletes_anything(client: TestClient) -> None:
         "username": "system:serviceaccount:kube-system:namespace-controller"
     }
     assert _post(client, review)["allowed"] is True
+
+
+def test_bad_input_on_the_guarded_path_is_a_clear_answer_never_a_500(client: TestClient) -> None:
+    nameless = _post(client, _review(NETWORK, "DELETE", ""))
+    assert nameless["allowed"] is True  # a Network named "" is used by nothing
+    garbled = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"tcpxoInterfaces": 5}}
+    review = _review(CONFIGMAP, "CREATE", "nicguard-recipe", namespace="nicguard-system")
+    response = _post(client, review | {"request": review["request"] | {"object": garbled}})
+    assert response["status"]["details"]["causes"][0]["message"] == (
+        "the recipe ConfigMap nicguard-system/nicguard-recipe is invalid: "
+        "data key tcpxoInterfaces is not a string"
+    )
+    review = _review(NETWORK, "DELETE", "gpu-nic-3")
+    review["request"]["oldObject"] = "not an object"
+    reply = client.post("/validate", json=review)
+    assert reply.status_code == 400
