@@ -17,7 +17,7 @@ from app.domain.cluster import ClusterView, Networks, RuntimeKey, Unverifiable
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy, Protect
-from app.domain.recipe import Recipe
+from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
 from app.domain.rules.recipe import recipe_candidate
 from app.domain.template import PodTemplate, wired_templates
@@ -46,16 +46,14 @@ class Dependent:
 def network_deletion(name: str, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
     """NetworkInUse when the delivered recipe or a cached runtime names the Network."""
     dependents = _dependents_of(name, view, policy, out)
-    if dependents:
-        out.judge(
-            _in_use(
-                Code.NETWORK_IN_USE,
-                f"Network {shown(name)} is in use by",
-                dependents,
-                "deleting it would leave their pods without these interfaces",
-            ),
-            enforce=policy.protect is Protect.DENY,
-        )
+    _refuse_in_use(
+        out,
+        policy,
+        Code.NETWORK_IN_USE,
+        f"Network {shown(name)} is in use by",
+        dependents or [],
+        "deleting it would leave their pods without these interfaces",
+    )
 
 
 def param_set_deletion(name: str, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
@@ -73,52 +71,46 @@ def param_set_deletion(name: str, view: ClusterView, policy: Policy, out: Verdic
         if dependents:
             users = _listing([d.describe() for d in dependents], 2)
             in_use.append(Dependent(f"Network {shown(network)}, used by {users}", ()))
-    if in_use:
-        out.judge(
-            _in_use(
-                Code.PARAM_SET_IN_USE,
-                f"GKENetworkParamSet {shown(name)} backs",
-                in_use,
-                "deleting it would make these Networks unusable",
-            ),
-            enforce=policy.protect is Protect.DENY,
-        )
+    _refuse_in_use(
+        out,
+        policy,
+        Code.PARAM_SET_IN_USE,
+        f"GKENetworkParamSet {shown(name)} backs",
+        in_use,
+        "deleting it would make these Networks unusable",
+    )
 
 
 def recipe_deletion(view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
     """RecipeInUse when the recipe delivers a mapping and binds a cached runtime."""
-    recipe, runtimes = view.recipe(), view.runtimes()
-    for state, what in ((recipe, "the recipe ConfigMap"), (runtimes, "runtimes")):
-        if isinstance(state, Unverifiable):
-            cannot_decide(out, policy, _FIELD, f"{what} cannot be read: {state.reason}")
-            return
-    assert not isinstance(runtimes, Unverifiable)  # noqa: S101 - narrowed by the loop above
+    known = _recipe_and_runtimes(view, policy, out)
+    if known is None:
+        return
+    recipe, runtimes = known
     if not isinstance(recipe, Recipe) or recipe.mapping is None:
         return
-    bound = [Dependent(_runtime_name(key), ()) for key, obj in _bound(runtimes, policy)]
-    if bound:
-        out.judge(
-            _in_use(
-                Code.RECIPE_IN_USE,
-                f"the recipe {_recipe_name(recipe)} binds",
-                bound,
-                "without it they could not be checked (RecipeUnavailable)",
-            ),
-            enforce=policy.protect is Protect.DENY,
-        )
+    _refuse_in_use(
+        out,
+        policy,
+        Code.RECIPE_IN_USE,
+        f"the recipe {_recipe_name(recipe)} binds",
+        [Dependent(_runtime_name(key), ()) for key, _ in _bound(runtimes, policy)],
+        "without it they could not be checked (RecipeUnavailable)",
+    )
 
 
 def recipe_write(written: Recipe, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
     """RecipeInvalid for an invalid recipe; a valid one is allowed with its blast radius."""
     if written.problem is not None:
-        out.judge(
+        _refuse(
+            out,
+            policy,
             Violation(
                 code=Code.RECIPE_INVALID,
                 field="data",
                 message=f"the recipe ConfigMap {_recipe_name(written)} is invalid: "
                 f"{written.problem}",
             ),
-            enforce=policy.protect is Protect.DENY,
         )
         return
     if written.mapping is None:
@@ -169,12 +161,10 @@ def _dependents_of(
     name: str, view: ClusterView, policy: Policy, out: VerdictBuilder
 ) -> list[Dependent] | None:
     """Who names Network ``name``: the delivering recipe, then runtimes; None if unknowable."""
-    recipe, runtimes = view.recipe(), view.runtimes()
-    for state, what in ((recipe, "the recipe ConfigMap"), (runtimes, "runtimes")):
-        if isinstance(state, Unverifiable):
-            cannot_decide(out, policy, _FIELD, f"{what} cannot be read: {state.reason}")
-            return None
-    assert not isinstance(runtimes, Unverifiable)  # noqa: S101 - narrowed by the loop above
+    known = _recipe_and_runtimes(view, policy, out)
+    if known is None:
+        return None
+    recipe, runtimes = known
     found: list[Dependent] = []
     if isinstance(recipe, Recipe) and recipe.mapping is not None:
         named = tuple(e.interface_name for e in recipe.mapping if e.network == name)
@@ -192,6 +182,20 @@ def _dependents_of(
         if named:
             found.append(Dependent(_runtime_name(key), named))
     return found
+
+
+def _recipe_and_runtimes(
+    view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> tuple[Recipe | RecipeMissing, Iterable[tuple[RuntimeKey, JsonMap]]] | None:
+    """The recipe and the cached runtimes, or None after saying which cannot be read."""
+    recipe, runtimes = view.recipe(), view.runtimes()
+    if isinstance(recipe, Unverifiable):
+        cannot_decide(out, policy, _FIELD, f"the recipe ConfigMap cannot be read: {recipe.reason}")
+        return None
+    if isinstance(runtimes, Unverifiable):
+        cannot_decide(out, policy, _FIELD, f"runtimes cannot be read: {runtimes.reason}")
+        return None
+    return recipe, runtimes
 
 
 def _secondaries(runtime: JsonMap) -> Iterable[tuple[InterfaceRef, ...]]:
@@ -218,14 +222,34 @@ def _bound(
     )
 
 
-def _in_use(code: Code, lead: str, dependents: list[Dependent], consequence: str) -> Violation:
-    named = dependents[:LISTED_MAX]
-    return Violation(
-        code=code,
-        field=_FIELD,
-        message=f"{lead} {_listing([d.describe() for d in dependents], LISTED_MAX)}; {consequence}",
-        causes=tuple((_FIELD, d.describe()) for d in named),
+def _refuse_in_use(
+    out: VerdictBuilder,
+    policy: Policy,
+    code: Code,
+    lead: str,
+    dependents: list[Dependent],
+    consequence: str,
+) -> None:
+    """One violation naming the first ``LISTED_MAX`` dependents, a cause for each; none without
+    dependents."""
+    if not dependents:
+        return
+    _refuse(
+        out,
+        policy,
+        Violation(
+            code=code,
+            field=_FIELD,
+            message=f"{lead} {_listing([d.describe() for d in dependents], LISTED_MAX)}; "
+            f"{consequence}",
+            causes=tuple((_FIELD, d.describe()) for d in dependents[:LISTED_MAX]),
+        ),
     )
+
+
+def _refuse(out: VerdictBuilder, policy: Policy, violation: Violation) -> None:
+    """Denied under ``protect=deny``, a warning under ``warn`` (``off`` never gets here)."""
+    out.judge(violation, enforce=policy.protect is Protect.DENY)
 
 
 def _listing(items: list[str], most: int) -> str:
