@@ -1,1 +1,4 @@
-"""Kubernetes-mode adapter: list+watch caches. The only package that imports ``kubernetes``."""
+"""Kubernetes-mode adapter: list+watch caches and API errors.
+
+With the certificate controller and its API, the only code that imports ``kubernetes``.
+"""
