@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,11 +67,16 @@ class Stack:
 
 @contextlib.contextmanager
 def running(
-    workdir: Path, *, network_api: bool = True, trainer: Trainer = TRAINER_V2_3
+    workdir: Path,
+    *,
+    network_api: bool = True,
+    trainer: Trainer = TRAINER_V2_3,
+    nicguard_args: Sequence[str] = (),
 ) -> Iterator[Stack]:
-    """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD."""
+    """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD;
+    ``nicguard_args`` are added to ``nicguard serve``'s command line."""
     plane = ControlPlane(workdir)
-    nicguard = Nicguard(plane, workdir)
+    nicguard = Nicguard(plane, workdir, args=nicguard_args)
     try:
         plane.start()
         install_crds(plane, network_api=network_api, trainer=trainer)

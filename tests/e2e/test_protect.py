@@ -4,6 +4,7 @@ ParamSetInUse, RecipeInUse): Network and GKENetworkParamSet deletions and recipe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
@@ -11,7 +12,7 @@ import yaml
 
 from tests.e2e import expect
 from tests.e2e.objects import RECIPE_PAIRS, as_list, conditions, network, unique, with_pairs
-from tests.e2e.stack import Stack, network_backed_runtime, wait_for_recipe
+from tests.e2e.stack import Stack, network_backed_runtime, populate, running, wait_for_recipe
 from tests.e2e.state import NETWORKS, RECIPE, checked, set_status
 
 pytestmark = pytest.mark.e2e
@@ -226,3 +227,25 @@ def test_a_ready_network_and_its_status_updates_are_not_judged(network_admins: S
     checked(network_admins.apply(network(name), who="admin"), "creating a Network")
     set_status(network_admins.plane, NETWORKS, name, conditions(ready=True))
     expect.allowed(network_admins.kubectl("delete", NETWORKS, name), "deleted")
+
+
+@pytest.fixture(scope="module", params=["warn", "off"])
+def protect_setting(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Stack]]:
+    """A stack of its own whose nicguard runs with ``--protect=warn`` or ``--protect=off``."""
+    workdir = tmp_path_factory.mktemp(f"protect-{request.param}")
+    with running(workdir, nicguard_args=[f"--protect={request.param}"]) as started:
+        populate(started)
+        yield request.param, started
+
+
+def test_protect_warn_allows_with_the_message_and_off_allows_silently(
+    protect_setting: tuple[str, Stack],
+) -> None:
+    setting, stack = protect_setting
+    run = stack.kubectl("delete", NETWORKS, "gpu-nic-3", "--dry-run=server", who="admin")
+    assert run.returncode == 0, expect.shown(run)
+    assert '"gpu-nic-3" deleted (server dry run)' in run.stdout, expect.shown(run)
+    warning = "Warning: [NetworkInUse] Network gpu-nic-3 is in use by recipe "
+    assert (warning in run.stderr) is (setting == "warn"), expect.shown(run)
