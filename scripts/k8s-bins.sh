@@ -11,7 +11,7 @@ exec 3>&1 1>&2            # stdout is reserved for the final directory line; eve
 log() { printf 'k8s-bins: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 emit() { printf '%s\n' "$1" >&3; exit 0; }
-have_bins() { [[ -x "$1/kube-apiserver" && -x "$1/etcd" ]]; }
+have_bins() { [[ -x "$1/kube-apiserver" && -x "$1/kube-controller-manager" && -x "$1/etcd" ]]; }
 
 K8S_VERSION="${NICGUARD_K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${NICGUARD_ETCD_VERSION:-v3.6.16}"
@@ -74,9 +74,8 @@ install_bin() {  # $1 = name, $2 = temp file: sanity-check, then atomically move
   log "$1 -> $BIN_DIR/$1 ($(du -h "$BIN_DIR/$1" | cut -f1))"
 }
 
-if [[ ! -x "$BIN_DIR/kube-apiserver" ]]; then
-  SECONDS=0
-  log "building kube-apiserver $K8S_VERSION (cold ~6 min on 2 cores, 3-4 GB caches)..."
+if [[ ! -x "$BIN_DIR/kube-apiserver" || ! -x "$BIN_DIR/kube-controller-manager" ]]; then
+  log "building kube-apiserver and kube-controller-manager $K8S_VERSION (cold ~8 min on 2 cores, 3-4 GB caches)..."
   new_wrapper kube
   gomod="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
   [[ -f "$gomod" ]] || die "could not download k8s.io/kubernetes@$K8S_VERSION from $(go env GOPROXY)"
@@ -89,14 +88,19 @@ if [[ ! -x "$BIN_DIR/kube-apiserver" ]]; then
   log "replacing ${#staging[@]} staging modules with $STAGING_VERSION"
   edits=(); for m in "${staging[@]}"; do edits+=("-replace=$m=$m@$STAGING_VERSION"); done
   go mod edit "${edits[@]}"
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION"
   ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
   ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$K8S_MINOR"
   ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  tmp="$BIN_DIR/.kube-apiserver.tmp.$$"
-  go build -p "$PAR" -trimpath -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  install_bin kube-apiserver "$tmp"
-  log "kube-apiserver built in ${SECONDS}s"
+  # The controller manager runs the namespace controller for the namespace-deletion scenario.
+  for component in kube-apiserver kube-controller-manager; do
+    [[ -x "$BIN_DIR/$component" ]] && continue
+    SECONDS=0
+    go get "k8s.io/kubernetes/cmd/$component@$K8S_VERSION"
+    tmp="$BIN_DIR/.$component.tmp.$$"
+    go build -p "$PAR" -trimpath -ldflags "$ldflags" -o "$tmp" "k8s.io/kubernetes/cmd/$component"
+    install_bin "$component" "$tmp"
+    log "$component built in ${SECONDS}s"
+  done
 fi
 
 if [[ ! -x "$BIN_DIR/etcd" ]]; then

@@ -69,11 +69,14 @@ class Review:
     written_recipe: Recipe | None = None
 
 
-# Deleting a namespace or cascading deletes must never deadlock on what nicguard guards.
+# Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
+# namespace controller and the garbage collector, under their own service accounts or, when the
+# controller manager runs without per-controller credentials, under its identity.
 EXEMPT_USERS: Final = frozenset(
     {
         "system:serviceaccount:kube-system:namespace-controller",
         "system:serviceaccount:kube-system:generic-garbage-collector",
+        "system:kube-controller-manager",
     }
 )
 _GUARDED_OPERATIONS: Final = {

@@ -55,12 +55,14 @@ class Identity:
 
 
 def identities() -> tuple[Identity, ...]:
-    """``admin`` (system:masters), ``alice`` (non-admin) and nicguard's ServiceAccount."""
+    """``admin`` (system:masters), ``alice`` (non-admin), nicguard's ServiceAccount, and the
+    controller manager (its bootstrap RBAC role lets it mint its controllers' credentials)."""
     groups = ("system:serviceaccounts", "system:serviceaccounts:nicguard-system")
     return (
         Identity("admin", "admin", ("system:masters",), secrets.token_hex(16)),
         Identity("alice", "alice", ("developers",), secrets.token_hex(16)),
         Identity("nicguard", NICGUARD_SA, groups, secrets.token_hex(16)),
+        Identity("kcm", "system:kube-controller-manager", (), secrets.token_hex(16)),
     )
 
 
@@ -110,6 +112,20 @@ class ControlPlane:
         except BaseException:
             self.stop()
             raise
+
+    def start_controller_manager(self, *controllers: str) -> None:
+        """kube-controller-manager running ``controllers`` (the namespace controller, say) with
+        per-controller service-account credentials, as kubeadm and GKE run it."""
+        (port,) = free_ports(1)
+        argv = [
+            str(self.bin_dir / "kube-controller-manager"),
+            f"--kubeconfig={self.kubeconfig('kcm')}",
+        ]
+        argv += [f"--controllers={','.join(controllers)}", "--use-service-account-credentials=true"]
+        argv += ["--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={port}"]
+        argv += [f"--cert-dir={self.workdir / 'kcm-certs'}", "--v=1"]
+        log = self.workdir / "kube-controller-manager.log"
+        self.processes.append(Process("kube-controller-manager", argv, log))
 
     def stop(self) -> None:
         """Stop the apiserver, then etcd; each is attempted even if another fails."""

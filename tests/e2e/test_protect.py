@@ -12,12 +12,14 @@ import yaml
 
 from tests.e2e import expect
 from tests.e2e.objects import RECIPE_PAIRS, as_list, conditions, network, unique, with_pairs
+from tests.e2e.procs import wait_until
 from tests.e2e.stack import Stack, network_backed_runtime, populate, running, wait_for_recipe
 from tests.e2e.state import NETWORKS, RECIPE, checked, set_status
 
 pytestmark = pytest.mark.e2e
 
 RECIPE_SUBJECT: Final = "ConfigMap/nicguard-system/nicguard-recipe"
+NAMESPACE_DELETION_TIMEOUT: Final = 90.0
 NAMESPACE_CONTROLLER: Final = [
     "--as=system:serviceaccount:kube-system:namespace-controller",
     "--as-group=system:serviceaccounts",
@@ -249,3 +251,33 @@ def test_protect_warn_allows_with_the_message_and_off_allows_silently(
     assert '"gpu-nic-3" deleted (server dry run)' in run.stdout, expect.shown(run)
     warning = "Warning: [NetworkInUse] Network gpu-nic-3 is in use by recipe "
     assert (warning in run.stderr) is (setting == "warn"), expect.shown(run)
+
+
+@pytest.fixture(scope="module")
+def with_namespace_controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack of its own with kube-controller-manager running the namespace controller."""
+    with running(tmp_path_factory.mktemp("namespace-deletion")) as started:
+        populate(started)
+        started.plane.start_controller_manager("namespace")
+        yield started
+
+
+def test_deleting_nicguards_namespace_completes_while_the_recipe_binds_runtimes(
+    with_namespace_controller: Stack,
+) -> None:
+    """The namespace controller deletes the recipe (which RecipeInUse refuses to anyone else):
+    never a deadlock, with nicguard running elsewhere and its webhooks in effect."""
+    stack = with_namespace_controller
+    namespace, name = RECIPE
+    refused = stack.kubectl("delete", "configmap", name, "-n", namespace, who="admin")
+    expect.denied(refused, RECIPE_SUBJECT, "RecipeInUse")
+    run = stack.kubectl("delete", "namespace", namespace, "--wait=false", who="admin")
+    assert run.returncode == 0, expect.shown(run)
+    wait_until(
+        lambda: stack.kubectl("get", "namespace", namespace, who="admin").returncode == 1 or None,
+        timeout=NAMESPACE_DELETION_TIMEOUT,
+        what=f"namespace {namespace} to be deleted",
+        diagnose=stack.report,
+    )
+    gone = stack.kubectl("get", "configmap", name, "-n", namespace, who="admin")
+    assert "NotFound" in gone.stderr, expect.shown(gone)
