@@ -61,10 +61,6 @@ def wired_templates(runtime: object) -> tuple[PodTemplate | PodTemplateMissing, 
     return tuple(job_template(runtime, job) for job in wired_jobs(runtime))
 
 
-def node_template(runtime: object) -> PodTemplate | PodTemplateMissing:
-    return job_template(runtime, NODE_JOB)
-
-
 def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMissing:
     """The first map entry named ``job_name`` in replicatedJobs (non-map entries are skipped)."""
     jobs = as_list(value_at(runtime, "spec", "template", "spec", "replicatedJobs"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.fields import FieldPath
-from app.domain.template import PodTemplate, PodTemplateMissing, node_template
+from app.domain.template import NODE_JOB, PodTemplate, PodTemplateMissing, job_template
 from tests.builders import INTERFACES, node_job, runtime
 
 
@@ -56,7 +56,7 @@ def _job(name: str, note: str) -> dict[str, object]:
 def test_the_first_map_entry_named_node_supplies_the_pod_template(
     jobs: list[object], annotations: dict[str, object], path: str
 ) -> None:
-    found = node_template(runtime(jobs=jobs))
+    found = job_template(runtime(jobs=jobs), NODE_JOB)
     assert found == PodTemplate(annotations=annotations, path=FieldPath(path))
 
 
@@ -101,14 +101,14 @@ def test_the_first_map_entry_named_node_supplies_the_pod_template(
 def test_a_runtime_without_a_node_pod_template_says_why_and_where(
     obj: object, reason: str, path: str
 ) -> None:
-    found = node_template(obj)
+    found = job_template(obj, NODE_JOB)
     assert isinstance(found, PodTemplateMissing)
     assert reason in found.reason
     assert str(found.path) == path
 
 
 def test_annotation_paths_are_keyed_under_the_pod_template_metadata() -> None:
-    found = node_template(runtime(annotations={}))
+    found = job_template(runtime(annotations={}), NODE_JOB)
     assert isinstance(found, PodTemplate)
     assert str(found.annotation_path(INTERFACES)) == (
         "spec.template.spec.replicatedJobs[0].template.spec.template"

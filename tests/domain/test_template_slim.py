@@ -6,7 +6,7 @@ import pytest
 
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.template import PodTemplate, node_template, slim_runtime
+from app.domain.template import NODE_JOB, PodTemplate, job_template, slim_runtime
 from app.domain.wiring import template_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -165,7 +165,7 @@ def test_runtimes_stamped_from_one_template_share_their_spec_and_namespace() -> 
     ],
 )
 def test_the_node_template_reads_the_same_from_the_slim_copy(obj: JsonMap) -> None:
-    full, slim = node_template(obj), node_template(slim_runtime(obj))
+    full, slim = job_template(obj, NODE_JOB), job_template(slim_runtime(obj), NODE_JOB)
     if isinstance(full, PodTemplate):
         assert isinstance(slim, PodTemplate)
         assert slim.path == full.path

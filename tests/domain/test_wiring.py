@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.fields import FieldPath
-from app.domain.template import PodTemplate, node_template
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.wiring import AnnotationValue, Wiring, template_wiring, wiring_of
 from tests.builders import (
     ANNOTATIONS_PATH,
@@ -17,7 +17,7 @@ from tests.builders import (
 
 
 def _template_wiring(annotations: dict[str, object]) -> Wiring:
-    template = node_template(runtime(annotations=annotations))
+    template = job_template(runtime(annotations=annotations), NODE_JOB)
     assert isinstance(template, PodTemplate)
     return template_wiring(template)
 

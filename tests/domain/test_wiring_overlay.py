@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.template import PodTemplate, node_template
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.wiring import Wiring, trainjob_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -23,7 +23,7 @@ OVERRIDE_PATH = "spec.podTemplateOverrides[{i}].metadata.annotations[networking.
 
 
 def _template(annotations: dict[str, object] | None) -> PodTemplate:
-    found = node_template(runtime(annotations=annotations))
+    found = job_template(runtime(annotations=annotations), NODE_JOB)
     assert isinstance(found, PodTemplate)
     return found
 

@@ -13,7 +13,7 @@ from app.domain.evaluate import Operation, Review, evaluate, skip_reason
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind, runtime_ref_of
 from app.domain.policy import NotReady, OnUnverifiable, Policy
-from app.domain.template import PodTemplate, node_template, slim_runtime
+from app.domain.template import NODE_JOB, PodTemplate, job_template, slim_runtime
 from app.domain.verdict import Code, Verdict
 from app.domain.wiring import template_wiring, trainjob_wiring
 from tests.builders import RECIPE_BOUND, TCPXO_RUNTIME
@@ -143,7 +143,7 @@ def effective_wiring(kind: Kind, obj: JsonMap, view: ClusterSnapshot, namespace:
     When the runtime cannot be read, the TrainJob's own patches are all that is known.
     """
     if kind is not Kind.TRAIN_JOB:
-        template = node_template(obj)
+        template = job_template(obj, NODE_JOB)
         return (
             template_wiring(template).fingerprint() if isinstance(template, PodTemplate) else None
         )
@@ -152,7 +152,7 @@ def effective_wiring(kind: Kind, obj: JsonMap, view: ClusterSnapshot, namespace:
     runtime = None
     if ref is not None and runtime_kind is not None:
         runtime = view.runtime(runtime_kind, namespace, ref.name)
-    located = node_template(runtime) if isinstance(runtime, dict) else None
+    located = job_template(runtime, NODE_JOB) if isinstance(runtime, dict) else None
     found = trainjob_wiring(obj, located if isinstance(located, PodTemplate) else None)
     return (ref, found.fingerprint())
 

@@ -15,7 +15,7 @@ from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.evaluate import Operation, evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
-from app.domain.template import PodTemplate, node_template
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.wiring import Wiring, trainjob_wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, runtime, trainjob
 from tests.properties.strategies import (
@@ -46,7 +46,7 @@ def assert_wiring_well_formed(wiring: Wiring) -> None:
 
 
 def _template(obj: object) -> PodTemplate | None:
-    found = node_template(obj)
+    found = job_template(obj, NODE_JOB)
     return found if isinstance(found, PodTemplate) else None
 
 
@@ -234,7 +234,7 @@ def test_the_overlay_matches_the_model(
 ) -> None:
     template = None
     if inherited is not None:
-        located = node_template(runtime(annotations=inherited))
+        located = job_template(runtime(annotations=inherited), NODE_JOB)
         assert isinstance(located, PodTemplate)
         template = located
     job = trainjob()

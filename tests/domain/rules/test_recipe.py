@@ -6,7 +6,7 @@ import pytest
 
 from app.domain.annotation import InterfaceRef
 from app.domain.rules.recipe import recipe_divergence
-from app.domain.template import PodTemplate, node_template
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.verdict import Code
 from app.domain.wiring import Wiring, template_wiring
 from tests.builders import INTERFACES_PATH, PAIRS, Pair, runtime, wired
@@ -15,7 +15,7 @@ RECORDED = tuple(InterfaceRef(name, net) for name, net in PAIRS)
 
 
 def _wiring() -> Wiring:
-    template = node_template(runtime(annotations=wired()))
+    template = job_template(runtime(annotations=wired()), NODE_JOB)
     assert isinstance(template, PodTemplate)
     return template_wiring(template)
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.domain.annotation import InterfaceRef
 from app.domain.rules.structure import Structure, structure_of
-from app.domain.template import PodTemplate, node_template
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.wiring import template_wiring
 from tests.builders import (
     ANNOTATIONS_PATH,
@@ -26,7 +26,7 @@ DEFAULT_PATH = f"{ANNOTATIONS_PATH}[{DEFAULT_INTERFACE}]"
 
 
 def _check(annotations: dict[str, object]) -> Structure:
-    template = node_template(runtime(annotations=annotations))
+    template = job_template(runtime(annotations=annotations), NODE_JOB)
     assert isinstance(template, PodTemplate)
     return structure_of(template_wiring(template))
 
