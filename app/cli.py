@@ -1,16 +1,26 @@
-"""The ``nicguard`` command line: ``check`` (offline) and ``serve`` (the webhook)."""
+"""The ``nicguard`` command line: ``check`` (offline), ``audit`` (every runtime's standing) and
+``serve`` (the webhook)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.audit.command import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
 from app.certificates.pem import TLSConfigError
 from app.check import check_files, render_json, render_text
-from app.config import POLICY_OPTIONS, SettingsError, add_options, add_serve_options, settings_from
+from app.config import (
+    POLICY_OPTIONS,
+    Settings,
+    SettingsError,
+    add_options,
+    add_serve_options,
+    settings_from,
+)
 from app.kube.client import ClientConfigError
 from app.statefiles import StateFileError
 
@@ -27,10 +37,44 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output", choices=("text", "json"), default="text")
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add_options(check, POLICY_OPTIONS)
+    audit = commands.add_parser(
+        "audit",
+        help="judge every ClusterTrainingRuntime and TrainingRuntime as a CREATE",
+        description="Judge every ClusterTrainingRuntime and TrainingRuntime of the cluster "
+        "(one LIST per resource; kubeconfig or in-cluster credentials) or of a file state. "
+        "Exit 0 when none fails, 1 when any fails, 2 when the input or cluster cannot be read.",
+    )
+    _audit_options(audit)
     serve = commands.add_parser("serve", help="serve the admission webhook")
     add_serve_options(serve)
     add_options(serve, POLICY_OPTIONS)
     return parser
+
+
+_OUTPUT_HELP = (
+    "reports: the policy report objects as YAML for `kubectl apply -f -`, in the API the setting "
+    "reports names, else (auto, off) the one the cluster serves: openreports.io/v1alpha1 in file "
+    "mode or when it serves neither (off stops the server writing reports, not this printout)"
+)
+
+
+def _audit_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state",
+        type=Path,
+        help="file or directory of cluster state (unset: the cluster of kubeconfig)",
+    )
+    parser.add_argument("--output", choices=OUTPUTS, default="text", help=_OUTPUT_HELP)
+    parser.add_argument(
+        "--namespace", type=_namespace, help="only the TrainingRuntimes of this namespace"
+    )
+    add_options(parser, POLICY_OPTIONS)
+
+
+def _namespace(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a namespace")
+    return value.strip()
 
 
 def _ignore(message: str) -> None:
@@ -50,11 +94,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.serve import serve
 
             return serve(args, settings, os.environ)
+        if args.command == "audit":
+            return _audit(args, settings)
         # Notes (objects not judged) are informational: shown at log-level info and debug.
         quiet = settings.log_level not in ("debug", "info")
         results = check_files(args.state, args.files, settings, note=_ignore if quiet else _note)
     except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:
-        print(f"nicguard: {error}", file=sys.stderr)  # noqa: T201
-        return EXIT_INPUT
+        return _input_error(error)
     print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201
     return EXIT_ALLOWED if all(r.verdict.allowed for r in results) else EXIT_DENIED
+
+
+def _audit(args: argparse.Namespace, settings: Settings) -> int:
+    namespace = args.namespace
+    if args.state is not None:
+        results = audit_state(args.state, settings, namespace)
+        api = report_api(settings.reports)
+    else:
+        # Imported here: only a live audit loads the Kubernetes API client (~0.5 s).
+        from app.kube.listing import ClusterReadError
+
+        try:
+            discover = args.output == "reports"
+            results, api = audit_cluster(settings, namespace, os.environ, discover=discover)
+        except ClusterReadError as error:
+            return _input_error(error)
+    print(render(args.output, results, api, namespace, int(time.time())))  # noqa: T201
+    return EXIT_DENIED if failed(results) else EXIT_ALLOWED
+
+
+def _input_error(error: Exception) -> int:
+    print(f"nicguard: {error}", file=sys.stderr)  # noqa: T201
+    return EXIT_INPUT

@@ -16,11 +16,14 @@ from typing import Final, TypeVar
 
 from app.domain.cluster import ObjectName
 from app.domain.policy import NotReady, OnUnverifiable, Policy, Protect
+from app.domain.reports import ReportApi
 
 _T = TypeVar("_T")
 _E = TypeVar("_E", NotReady, OnUnverifiable, Protect)
 
 ENV_PREFIX: Final = "NICGUARD_"
+REPORTS_AUTO: Final = "auto"
+REPORTS_OFF: Final = "off"
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 
 
@@ -73,6 +76,11 @@ POLICY_OPTIONS: Final = (
         _POLICY.protect.value,
         "deny|warn|off: deleting an in-use Network or param set, breaking the recipe",
     ),
+    Option(
+        "reports",
+        REPORTS_AUTO,
+        "auto|openreports|wgpolicyk8s|off: where the audit writes its policy reports",
+    ),
     Option("log-level", "info", "|".join(LOG_LEVELS)),
 )
 
@@ -84,6 +92,8 @@ class Settings:
     recipe_configmap: ObjectName
     policy: Policy
     log_level: str
+    reports: ReportApi | str = REPORTS_AUTO
+    """A report API, or ``REPORTS_AUTO`` (whichever the cluster serves) or ``REPORTS_OFF``."""
 
 
 # The self-managed certificate controller of ``serve`` (manifests/README.md), on in Kubernetes mode.
@@ -165,6 +175,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
             protect=parse_value(raw, "protect", _choice(Protect)),
         ),
         log_level=parse_value(raw, "log-level", _log_level),
+        reports=parse_value(raw, "reports", _reports),
     )
 
 
@@ -196,9 +207,13 @@ def cert_settings(
         lease=parse_value(raw, "cert-lease", ObjectName.parse),
         ca_lifetime=ca,
         cert_lifetime=leaf,
-        pod_name=parse_value(raw, "pod-name", str).strip()
-        or environ.get("HOSTNAME")
-        or socket.gethostname(),
+        pod_name=_pod_name(raw, environ),
+    )
+
+
+def _pod_name(raw: Mapping[str, tuple[str, str]], environ: Mapping[str, str]) -> str:
+    return (
+        parse_value(raw, "pod-name", str).strip() or environ.get("HOSTNAME") or socket.gethostname()
     )
 
 
@@ -273,6 +288,17 @@ def _choice(enum: type[_E]) -> Callable[[str], _E]:
     return parse
 
 
+def _reports(value: str) -> ReportApi | str:
+    lowered = value.strip().lower()
+    if lowered in (REPORTS_AUTO, REPORTS_OFF):
+        return lowered
+    try:
+        return ReportApi(lowered)
+    except ValueError:
+        choices = (REPORTS_AUTO, *(api.value for api in ReportApi), REPORTS_OFF)
+        raise ValueError(f"expected one of {', '.join(choices)}") from None
+
+
 def _log_level(value: str) -> str:
     lowered = value.strip().lower()
     if lowered not in LOG_LEVELS:
@@ -294,6 +320,11 @@ SERVE_OPTIONS: Final = (
     Option("shutdown-delay", "0", "seconds to keep serving after SIGTERM while unready"),
     Option("sync-timeout", "60", "seconds to wait for the caches before serving anyway"),
     Option("cert-period", "10", "seconds between certificate checks (Secret, caBundle, files)"),
+    Option(
+        "audit-lease",
+        "nicguard-system/nicguard-auditor",
+        "Lease of the replica that writes audit Events and reports",
+    ),
     *CERT_OPTIONS,
 )
 
@@ -312,6 +343,8 @@ class ServeOptions:
     shutdown_delay: float
     sync_timeout: float
     cert_period: float
+    audit_lease: ObjectName
+    pod_name: str  # this replica's identity in the Leases
     certs: CertSettings | None  # the self-managed certificate controller, when on
 
 
@@ -343,6 +376,8 @@ def serve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Serve
         shutdown_delay=parse_value(raw, "shutdown-delay", parse_seconds),
         sync_timeout=parse_value(raw, "sync-timeout", parse_seconds),
         cert_period=parse_value(raw, "cert-period", parse_period),
+        audit_lease=parse_value(raw, "audit-lease", ObjectName.parse),
+        pod_name=_pod_name(raw, environ),
         certs=None,
     )
     if (options.tls_cert is None) != (options.tls_key is None):

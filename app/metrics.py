@@ -10,6 +10,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from app.domain.cluster import CacheStatus
+from app.domain.drift import DriftBook, Result
 from app.domain.verdict import Verdict
 
 # Admission latencies are sub-millisecond to a few ms; the apiserver's own webhook buckets
@@ -40,10 +41,43 @@ class _CacheCollector(Collector):
         yield age
 
 
+class _AuditCollector(Collector):
+    """The audit's counts at scrape time (SPEC §12); zeros until the first pass."""
+
+    def __init__(self, book: DriftBook, last_change: Callable[[], float | None]) -> None:
+        self._book, self._last_change = book, last_change
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        results = GaugeMetricFamily(
+            "nicguard_audit_runtimes", "Runtimes by current audit result", labels=["result"]
+        )
+        counted = dict(self._book.results)  # one C-level copy: the auditor thread writes it
+        for result in Result:
+            results.add_metric([result.value], float(counted.get(result, 0)))
+        violations = GaugeMetricFamily(
+            "nicguard_audit_violations", "Runtimes currently failing, per code", labels=["code"]
+        )
+        for code, count in sorted(dict(self._book.failing_codes).items()):
+            violations.add_metric([code.value], float(count))
+        yield results
+        yield violations
+        last = self._last_change()
+        yield GaugeMetricFamily(
+            "nicguard_audit_last_change_timestamp_seconds",
+            "Unix time of the last change of any runtime's audit result (0: none yet)",
+            value=0.0 if last is None else last,
+        )
+
+
 class Metrics:
     """All nicguard metrics; ``render()`` gives the text exposition format."""
 
-    def __init__(self, statuses: Callable[[], Iterable[CacheStatus]]) -> None:
+    def __init__(
+        self,
+        statuses: Callable[[], Iterable[CacheStatus]],
+        audit: tuple[DriftBook, Callable[[], float | None]] | None = None,
+    ) -> None:
+        """``audit``: the book the audit keeps and when it last changed (None: no audit)."""
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "nicguard_admission_requests",
@@ -84,6 +118,8 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_CacheCollector(statuses))
+        if audit is not None:
+            self.registry.register(_AuditCollector(*audit))
         # labels() stringifies its values and takes a lock on every call; observe() runs on
         # every request with label sets from small closed sets, so it keeps the children.
         self._requests_by_labels: dict[tuple[bool, str, str, bool], Counter] = {}

@@ -18,12 +18,23 @@ from typing import TYPE_CHECKING, Final
 
 import uvicorn
 
+from app.audit.auditor import Auditor
+from app.audit.writer import Writer
 from app.certificates.certdir import ensure_cert_dir
 from app.certificates.pem import check_pair
 from app.certificates.rotation import Lifetimes
 from app.certificates.tls import CertReloader, make_uvicorn_config, server_ssl_context
 from app.config import ServeOptions, Settings, serve_options
-from app.domain.cluster import CacheStatus, ClusterView, snapshot_of
+from app.domain.cluster import (
+    CacheStatus,
+    ClusterSnapshot,
+    ClusterView,
+    RuntimeKey,
+    Unverifiable,
+    snapshot_of,
+)
+from app.domain.drift import EVERYTHING
+from app.domain.fields import JsonMap
 from app.heap import freeze_startup, sweep_cycles
 from app.logs import configure_logging
 from app.metrics import Metrics
@@ -32,6 +43,8 @@ from app.web.admission import create_admission_app
 from app.web.probes import create_probe_app
 
 if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
     from app.certificates.controller import CertController
     from app.kube.cluster_view import KubeClusterView
 
@@ -43,6 +56,9 @@ _DRAIN_SECONDS: Final = 10
 # us, closes idle ones, so it never sends a review on a connection we are closing (a failed
 # call, denied under failurePolicy Fail), and sparse traffic does not pay a handshake per call.
 _KEEP_ALIVE_SECONDS: Final = 120
+
+# A killed writer is replaced within this; renewed every 2 s (app.audit.writer.RENEW_SECONDS).
+AUDIT_LEASE_SECONDS: Final = 15
 
 CacheStatuses = Callable[[], Iterable[CacheStatus]]
 Stopper = Callable[[], None]
@@ -66,15 +82,17 @@ class _Server(uvicorn.Server):
 def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> int:
     configure_logging(settings.log_level)
     options = serve_options(args, environ)
+    view: ClusterView
     if options.state is not None:
-        view, statuses, stop_view, certs = (*_file_view(options.state, settings), None)
+        snapshot, statuses, stop_view = _file_view(options.state, settings)
+        view, certs, auditor = snapshot, None, _file_audit(snapshot, settings)
         fetch_runtime, alive = None, _always
     else:
-        view, statuses, stop_view, certs = _kubernetes(options, settings)
-        fetch_runtime, alive = view.fetch_runtime, view.alive
+        kube, statuses, stop_view, certs, auditor = _kubernetes(options, settings)
+        view, fetch_runtime, alive = kube, kube.fetch_runtime, kube.alive
     cert, key = _tls_files(options)
     reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
-    metrics = Metrics(statuses)
+    metrics = Metrics(statuses, audit=(auditor.book, lambda: auditor.last_change))
     lifecycle = _Lifecycle()
 
     def readiness() -> tuple[bool, list[CacheStatus], list[str]]:
@@ -196,7 +214,15 @@ def _always() -> bool:
     return True
 
 
-def _file_view(state: Path, settings: Settings) -> tuple[ClusterView, CacheStatuses, Stopper]:
+def _file_audit(view: ClusterSnapshot, settings: Settings) -> Auditor:
+    """The static state judged once, so the audit metrics say the same as ``nicguard audit``."""
+    auditor = Auditor(lambda: view, settings.policy)
+    auditor.notify(EVERYTHING)
+    auditor.run_pass()
+    return auditor
+
+
+def _file_view(state: Path, settings: Settings) -> tuple[ClusterSnapshot, CacheStatuses, Stopper]:
     snapshot = snapshot_of(
         (o.obj for o in iter_objects([state])),
         recipe_name=settings.recipe_configmap,
@@ -208,8 +234,9 @@ def _file_view(state: Path, settings: Settings) -> tuple[ClusterView, CacheStatu
 
 def _kubernetes(
     options: ServeOptions, settings: Settings
-) -> tuple[KubeClusterView, CacheStatuses, Stopper, CertController | None]:
-    """The caches (started, synced or timed out) and the certificate controller (not started)."""
+) -> tuple[KubeClusterView, CacheStatuses, Stopper, CertController | None, Auditor]:
+    """The caches (started, synced or timed out), the audit and its writer (started), and the
+    certificate controller (not started)."""
     # Imported here: file mode (make run, benchmarks) does not pay ~90 MiB of RSS for the client.
     from app.certificates.controller import CertController, Targets
     from app.kube.client import load_api_client
@@ -217,11 +244,22 @@ def _kubernetes(
 
     api_client = load_api_client()
     view = KubeClusterView.from_api_client(api_client, settings.recipe_configmap)
+    auditor = Auditor(view.snapshot, settings.policy)
+    writer = _audit_writer(api_client, view, auditor, options, settings)
+    view.subscribe(auditor.notify)  # before the caches start: their first lists are changes
+    auditor.start()
+    writer.start()
     view.start()
     if not view.wait_synced(options.sync_timeout):
         logger.warning("caches not synced yet; serving ClusterStateUnavailable until they are")
+
+    def stop() -> None:
+        view.stop()
+        auditor.stop()
+        writer.stop()  # hands the auditor Lease to another replica
+
     if (certs := options.certs) is None:
-        return view, view.status, view.stop, None
+        return view, view.status, stop, None, auditor
     targets = Targets(
         secret=certs.secret,
         webhook_configuration=certs.webhook_configuration,
@@ -234,4 +272,38 @@ def _kubernetes(
     controller = CertController(
         api_client, targets, cert_dir=options.cert_dir, hosts=options.hosts, lifetimes=lifetimes
     )
-    return view, view.status, view.stop, controller
+    return view, view.status, stop, controller, auditor
+
+
+def _audit_writer(
+    api_client: ApiClient,
+    view: KubeClusterView,
+    auditor: Auditor,
+    options: ServeOptions,
+    settings: Settings,
+) -> Writer:
+    from kubernetes.client import CoordinationV1Api
+
+    from app.kube.events import EventRecorder
+    from app.kube.lease import LeaseLock
+    from app.kube.reports import ReportWriter
+
+    def lookup(key: RuntimeKey) -> JsonMap | None:
+        found = view.runtime(*key)
+        return None if isinstance(found, Unverifiable) else found
+
+    lock = LeaseLock(
+        CoordinationV1Api(api_client),
+        options.audit_lease,
+        options.pod_name,
+        duration_seconds=AUDIT_LEASE_SECONDS,
+    )
+    writer = Writer(
+        auditor.book,
+        lookup,
+        lock,
+        EventRecorder(api_client, options.pod_name),
+        ReportWriter(api_client, settings.reports),
+    )
+    auditor.subscribe(writer.changed)
+    return writer

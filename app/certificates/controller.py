@@ -24,10 +24,10 @@ from kubernetes.client import ApiClient, CoordinationV1Api
 
 from app.certificates.api import CertApi, secret_data, webhooks
 from app.certificates.certdir import CertFiles, install
-from app.certificates.lease import LeaseLock
 from app.certificates.rotation import Lifetimes, plan_rotation, verifies
 from app.domain.cluster import ObjectName
 from app.kube.errors import describe
+from app.kube.lease import LeaseLock
 
 logger = logging.getLogger(__name__)
 

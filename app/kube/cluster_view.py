@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Final
@@ -16,6 +16,7 @@ from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsA
 
 from app.domain.cluster import (
     CacheStatus,
+    ClusterSnapshot,
     Networks,
     ObjectName,
     RuntimeKey,
@@ -23,6 +24,7 @@ from app.domain.cluster import (
     recipe_of,
     runtime_key,
 )
+from app.domain.drift import EVERYTHING, Change
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_from_object
@@ -30,7 +32,7 @@ from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.template import slim_runtime
 from app.kube.client import ApiListWatch, get_json
 from app.kube.errors import FORBIDDEN, NOT_FOUND, TRANSPORT_ERRORS, status_of, summary
-from app.kube.watch_cache import DEFAULT_PACING, ListWatch, Pacing, WatchCache
+from app.kube.watch_cache import DEFAULT_PACING, CacheState, ListWatch, Pacing, WatchCache
 from app.statefiles import load_yaml
 
 NETWORK_PLURAL: Final = "networks"
@@ -155,6 +157,32 @@ class KubeClusterView:
             states.append(state.items)
         return [item for items in states for item in items.items()]
 
+    def snapshot(self) -> ClusterSnapshot:
+        """Every cache's current state at once, for a consistent audit pass (no copies)."""
+        cluster, namespaced = self._cluster_runtimes.state, self._runtimes.state
+        runtimes: _Runtimes | Unverifiable = _Runtimes(cluster, namespaced)
+        for cache, state in ((self._cluster_runtimes, cluster), (self._runtimes, namespaced)):
+            if not state.synced:
+                runtimes = _unverifiable(cache.name, state.error)
+        return ClusterSnapshot(self.networks(), self.recipe(), runtimes)
+
+    def subscribe(self, listener: Callable[[Change], None]) -> None:
+        """Hear every cache change as the audit's ``Change`` (on the caches' threads)."""
+
+        def networks(names: frozenset[str] | None) -> None:
+            listener(EVERYTHING if names is None else Change(networks=names))
+
+        def recipe(_: frozenset[str] | None) -> None:
+            listener(Change(recipe=True))
+
+        def runtimes(keys: frozenset[RuntimeKey] | None) -> None:
+            listener(EVERYTHING if keys is None else Change(runtimes=keys))
+
+        self._networks.subscribe(networks)
+        self._recipe.subscribe(recipe)
+        self._cluster_runtimes.subscribe(runtimes)
+        self._runtimes.subscribe(runtimes)
+
     def fetch_runtime(self, kind: Kind, namespace: str, name: str) -> JsonMap | Unverifiable | None:
         """One GET of a runtime the cache lacks (created a moment ago, its watch event still on
         the way): the slim object, None when the API says NotFound, or why it cannot be read.
@@ -212,6 +240,28 @@ class KubeClusterView:
             for cache in self._all
             for s in (cache.state,)
         ]
+
+
+class _Runtimes(Mapping[RuntimeKey, JsonMap]):
+    """Both runtime caches' items as one mapping, read through (a view, not a copy)."""
+
+    def __init__(
+        self,
+        cluster: CacheState[RuntimeKey, JsonMap],
+        namespaced: CacheState[RuntimeKey, JsonMap],
+    ) -> None:
+        self._cluster, self._namespaced = cluster.items, namespaced.items
+
+    def __getitem__(self, key: RuntimeKey) -> JsonMap:
+        items = self._cluster if key[0] is Kind.CLUSTER_TRAINING_RUNTIME else self._namespaced
+        return items[key]
+
+    def __iter__(self) -> Iterator[RuntimeKey]:
+        yield from self._cluster
+        yield from self._namespaced
+
+    def __len__(self) -> int:
+        return len(self._cluster) + len(self._namespaced)
 
 
 def _one_attempt(api_client: ApiClient) -> ApiClient:

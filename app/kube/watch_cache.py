@@ -113,6 +113,20 @@ class WatchCache(Generic[K, V]):
         self._failing_since: float | None = None
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"watch-{name}", daemon=True)
+        self._listeners: list[Callable[[frozenset[K] | None], None]] = []
+
+    def subscribe(self, listener: Callable[[frozenset[K] | None], None]) -> None:
+        """Call ``listener`` on the cache thread after each change: with the changed keys, or
+        None when the whole state may have changed (a LIST, or the watch back after failures).
+        Listeners must be quick (the audit queues and returns)."""
+        self._listeners.append(listener)
+
+    def _changed(self, keys: frozenset[K] | None) -> None:
+        for listener in self._listeners:
+            try:
+                listener(keys)
+            except Exception:  # a listener's bug must not stop the cache
+                logger.exception("cache listener failed", extra={"cache": self.name})
 
     @property
     def state(self) -> CacheState[K, V]:
@@ -199,13 +213,17 @@ class WatchCache(Generic[K, V]):
         self._recovered()
         self.first_sync.set()
         logger.info("watch cache listed", extra={"cache": self.name, "items": len(items)})
+        self._changed(None)
 
     def _watch_once(self) -> None:
         """Follow one watch stream until it ends; the next one resumes from the last version."""
         stream = self._source.watch(self._version)
+        lapsed = not self.state.synced  # failures outlasted the grace: readers saw it lost
         self._recovered()
         if not self._state.synced or self._state.error is not None:
             self._state = replace(self._state, synced=True, error=None)
+        if lapsed:
+            self._changed(None)
         delivered = False
         for event in stream:
             if self._stopping.is_set():
@@ -221,12 +239,15 @@ class WatchCache(Generic[K, V]):
             raise watch_error(event.obj)
         if event.event_type in ("ADDED", "MODIFIED", "DELETED"):
             items = dict(self._state.items)
+            key = self._key(event.obj)
             if event.event_type == "DELETED":
-                if (key := self._key(event.obj)) is not None:
+                if key is not None:
                     items.pop(key, None)
             else:
                 self._put(items, event.obj)
             self._state = replace(self._state, items=MappingProxyType(items))
+            if key is not None:
+                self._changed(frozenset((key,)))
         elif event.event_type != "BOOKMARK":
             logger.debug("unknown watch event ignored", extra={"cache": self.name})
         if version := str_at(event.obj, "metadata", "resourceVersion"):
@@ -255,9 +276,12 @@ class WatchCache(Generic[K, V]):
     def _not_served(self) -> None:
         if self._state.served or not self._state.synced:
             logger.warning("API not served", extra={"cache": self.name, "resource": self.resource})
+        was_served = self._state.served
         self._state = CacheState(MappingProxyType({}), synced=True, served=False)
         self._recovered()
         self.first_sync.set()
+        if was_served:
+            self._changed(None)
 
     def _failed(self, message: str, *, definitive: bool) -> None:
         """Record a failure; a failed LIST or one outlasting the grace makes the cache unsynced."""

@@ -16,7 +16,7 @@ import orjson
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import audit
+from app import decisions
 from app.domain.cluster import ClusterView, ObjectName, RuntimeFetch, Unverifiable, WithRuntime
 from app.domain.evaluate import evaluate, runtime_needed
 from app.domain.fields import JsonMap
@@ -142,7 +142,7 @@ class _Validate:
                 f"{RUNTIME_FETCH_SECONDS:g} s"
             )
         except Exception as error:  # a bug must not become a 5xx: it is unverifiable
-            audit.record_failure(uid=admission.uid, error=error)
+            decisions.record_failure(uid=admission.uid, error=error)
             found = Unverifiable("it is not cached yet and reading it failed")
         return WithRuntime(self._view, key, found)
 
@@ -159,7 +159,7 @@ class _Validate:
             dry_run=admission.dry_run,
             seconds=seconds,
         )
-        audit.record_decision(
+        decisions.record_decision(
             uid=admission.uid,
             operation=operation,
             dry_run=admission.dry_run,
@@ -187,7 +187,7 @@ def _evaluate(admission: AdmissionRequest, view: ClusterView, policy: Policy) ->
     try:
         return evaluate(admission.review, view, policy)
     except Exception as error:  # a bug must deny in-band: never allow, never a 5xx
-        audit.record_failure(uid=admission.uid, error=error)
+        decisions.record_failure(uid=admission.uid, error=error)
         return Verdict(
             violations=(
                 Violation(
@@ -202,7 +202,7 @@ def _evaluate(admission: AdmissionRequest, view: ClusterView, policy: Policy) ->
 
 def _problem(metrics: Metrics, status: int, reason: str) -> bytes:
     metrics.rejected.labels(str(status)).inc()
-    audit.record_rejected(status=status, reason=reason)
+    decisions.record_rejected(status=status, reason=reason)
     return json.dumps({"error": reason, "status": status}).encode()
 
 

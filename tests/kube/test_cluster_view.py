@@ -15,6 +15,7 @@ from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, Networks, ObjectName, Unverifiable
+from app.domain.drift import EVERYTHING, Change
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.network import Network
@@ -390,3 +391,73 @@ def test_load_api_client_prefers_an_explicit_kubeconfig(tmp_path: Path) -> None:
 def test_load_api_client_with_an_unusable_kubeconfig_says_why(tmp_path: Path) -> None:
     with pytest.raises(ClientConfigError, match="cannot use KUBECONFIG="):
         load_api_client({"KUBECONFIG": str(tmp_path / "absent")})
+
+
+def test_snapshot_is_unverifiable_until_both_runtime_caches_are_synced() -> None:
+    held = Held[Listing | Exception](Listing((runtime("TrainingRuntime", "rt", "team-a"),), "1"))
+    sources = [synced_source(network("gpu-nic-0")), synced_source()]
+    sources += [
+        synced_source(runtime("ClusterTrainingRuntime", "ctr")),
+        ScriptedSource(lists=[held]),
+    ]
+    view = KubeClusterView(
+        Sources(sources[0], sources[1], sources[2], sources[3]), recipe_name=RECIPE, pacing=FAST
+    )
+    view.start()
+    try:
+        wait_for(lambda: view.status()[2].synced)
+        assert view.snapshot().runtime_state == Unverifiable(
+            "trainingruntimes cache not synced: initial list pending"
+        )
+        held.release.set()
+        assert view.wait_synced(5)
+        snapshot = view.snapshot()
+        runtimes = snapshot.runtime_state
+        assert not isinstance(runtimes, Unverifiable)
+        ctr = (Kind.CLUSTER_TRAINING_RUNTIME, "", "ctr")
+        tr = (Kind.TRAINING_RUNTIME, "team-a", "rt")
+        assert sorted(runtimes) == sorted([ctr, tr])
+        assert len(runtimes) == 2
+        assert runtimes[tr] == slim_runtime(runtime("TrainingRuntime", "rt", "team-a"))
+        assert (Kind.TRAINING_RUNTIME, "team-a", "other") not in runtimes
+        assert snapshot.networks() == view.networks()
+    finally:
+        view.stop()
+
+
+def test_subscribers_hear_cache_changes_as_audit_changes() -> None:
+    sources = [
+        ScriptedSource(lists=[Listing((), "1")], watches=[[WatchEvent("ADDED", network("n1"))]]),
+        ScriptedSource(
+            lists=[Listing((), "1")],
+            watches=[[WatchEvent("ADDED", recipe_configmap("2", "[]"))]],
+        ),
+        synced_source(),
+        ScriptedSource(
+            lists=[Listing((), "1")],
+            watches=[[WatchEvent("ADDED", runtime("TrainingRuntime", "rt", "team-a"))]],
+        ),
+    ]
+    view = KubeClusterView(
+        Sources(sources[0], sources[1], sources[2], sources[3]), recipe_name=RECIPE, pacing=FAST
+    )
+    heard: list[Change] = []
+    lock = threading.Lock()
+
+    def listen(change: Change) -> None:
+        with lock:
+            heard.append(change)
+
+    view.subscribe(listen)
+    view.start()
+    try:
+        expected = {
+            EVERYTHING,
+            Change(networks=frozenset({"n1"})),
+            Change(recipe=True),
+            Change(runtimes=frozenset({(Kind.TRAINING_RUNTIME, "team-a", "rt")})),
+        }
+        wait_for(lambda: expected <= set(heard))
+        assert set(heard) == expected  # each cache's first list is "everything"
+    finally:
+        view.stop()

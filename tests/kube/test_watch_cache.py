@@ -386,3 +386,88 @@ def test_a_hanging_retry_cannot_stretch_the_grace(start: Start) -> None:
         hung.release.set()  # already taken from the source: its close() would not release it
     wait_for(lambda: cache.synced and "b" in cache.state.items)
     assert cache.error is None
+
+
+def listened(
+    source: ScriptedSource, pacing: Pacing = FAST
+) -> tuple[WatchCache[str, str], list[frozenset[str] | None]]:
+    """A started cache whose every change notice is recorded (subscribed before it starts)."""
+    cache = WatchCache[str, str](
+        name="things",
+        resource="things.example.com",
+        source=source,
+        key=lambda obj: str_at(obj, "metadata", "name"),
+        convert=_value,
+        pacing=pacing,
+    )
+    heard: list[frozenset[str] | None] = []
+    cache.subscribe(heard.append)
+    cache.start()
+    return cache, heard
+
+
+def test_listeners_hear_each_changed_key_and_every_list_as_everything() -> None:
+    source = ScriptedSource(
+        lists=[listing("10", thing("a", "5", "one")), listing("30")],
+        watches=[
+            [event("ADDED", "b", "11", "two"), bookmark("12"), event("DELETED", "a", "13")],
+            [error_event(410)],
+        ],
+    )
+    cache, heard = listened(source)
+    try:
+        wait_for(lambda: source.list_calls == 2 and len(source.watch_versions) == 3)
+        assert heard == [None, frozenset({"b"}), frozenset({"a"}), None]
+    finally:
+        cache.stop()
+
+
+def test_a_listener_that_fails_does_not_stop_the_cache() -> None:
+    source = ScriptedSource(lists=[listing("10")], watches=[[event("ADDED", "b", "11", "two")]])
+    cache = WatchCache[str, str](
+        name="things",
+        resource="things.example.com",
+        source=source,
+        key=lambda obj: str_at(obj, "metadata", "name"),
+        convert=_value,
+        pacing=FAST,
+    )
+
+    def broken(_: frozenset[str] | None) -> None:
+        raise RuntimeError("listener bug")
+
+    cache.subscribe(broken)
+    cache.start()
+    try:
+        wait_for(lambda: dict(cache.state.items) == {"b": "two"})
+        assert cache.alive()
+    finally:
+        cache.stop()
+
+
+def test_listeners_hear_everything_when_the_watch_returns_after_the_grace() -> None:
+    failing = [ConnectionError("reset")] * 3
+    source = ScriptedSource(
+        lists=[listing("10")], watches=[*failing, [event("ADDED", "b", "11", "x")]]
+    )
+    lapsing = Pacing(backoff_base=0.001, backoff_cap=0.004, grace=0.0, recheck=0.001)
+    cache, heard = listened(source, lapsing)
+    try:
+        wait_for(lambda: dict(cache.state.items) == {"b": "x"})
+        assert heard[0] is None  # the first list
+        assert heard[-2:] == [None, frozenset({"b"})]  # back after the grace: all, then the event
+    finally:
+        cache.stop()
+
+
+def test_listeners_hear_everything_when_the_api_stops_being_served() -> None:
+    source = ScriptedSource(
+        lists=[listing("10", thing("a", "5", "one")), ApiException(status=404)],
+        watches=[[error_event(410)]],
+    )
+    cache, heard = listened(source)
+    try:
+        wait_for(lambda: not cache.state.served)
+        assert heard == [None, None]
+    finally:
+        cache.stop()

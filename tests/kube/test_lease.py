@@ -13,8 +13,8 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException, V1Lease
 
-from app.certificates.lease import LeaseLock
 from app.domain.cluster import ObjectName
+from app.kube.lease import LeaseLock
 
 NAME = ObjectName("nicguard-system", "nicguard-cert-writer")
 

@@ -1,0 +1,243 @@
+"""The continuous audit's core (SPEC §12): each runtime's standing, judged as a CREATE, kept current
+by re-judging only the runtimes a change affects. One thread owns a ``DriftBook``; readers take the
+counts it keeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from app.domain.annotation import AnnotationSyntaxError, parse_interfaces
+from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
+from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.fields import JsonMap
+from app.domain.policy import Policy
+from app.domain.rules.recipe import recipe_candidate
+from app.domain.template import PodTemplate, wired_templates
+from app.domain.verdict import Code, Verdict, Violation
+from app.domain.wiring import template_wiring
+
+
+class Result(StrEnum):
+    """A runtime's audit result, as in policy reports."""
+
+    PASS = "pass"  # noqa: S105 - a result, not a secret
+    WARN = "warn"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A runtime's current verdict: ``findings`` are its violations (``fail``) or, when policy
+    waived them all, the waived ones (``warn``)."""
+
+    result: Result
+    findings: tuple[Violation, ...] = ()
+
+    @property
+    def codes(self) -> tuple[Code, ...]:
+        return tuple(dict.fromkeys(v.code for v in self.findings))
+
+    def lines(self) -> tuple[str, ...]:
+        return tuple(v.render() for v in self.findings)
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the finding set across processes: which codes at which fields. Wording is
+        left out on purpose: a message that also lists the cluster's other Networks changes
+        with them, and that is not a change of this runtime's wiring (no new Event)."""
+        if not self.findings:
+            return ""
+        text = "\n".join(sorted({f"{v.code}\t{v.field}" for v in self.findings}))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+PASSING: Final = Standing(Result.PASS)
+_LISTING_CODES: Final = frozenset({Code.NETWORK_NOT_FOUND, Code.NETWORK_NOT_READY})
+
+
+def standing_of(verdict: Verdict) -> Standing:
+    if verdict.violations:
+        return Standing(Result.FAIL, verdict.violations)
+    if verdict.waived:
+        return Standing(Result.WARN, verdict.waived)
+    return PASSING
+
+
+def judge(key: RuntimeKey, runtime: JsonMap, view: ClusterSnapshot, policy: Policy) -> Standing:
+    """The runtime judged as a CREATE, with every rule and the same settings as admission."""
+    kind, namespace, name = key
+    review = Review(
+        operation=Operation.CREATE, kind=kind, namespace=namespace, obj=runtime, name=name
+    )
+    return standing_of(evaluate(review, view, policy))
+
+
+def named_networks(runtime: JsonMap) -> frozenset[str]:
+    """Every Network the runtime's wired templates name (malformed annotations name none)."""
+    names: set[str] = set()
+    for template in wired_templates(runtime):
+        if not isinstance(template, PodTemplate):
+            continue
+        value = template_wiring(template).interfaces
+        raw = None if value is None else value.value
+        if not isinstance(raw, str):
+            continue
+        try:
+            names.update(e.network for e in parse_interfaces(raw) if e.network is not None)
+        except AnnotationSyntaxError:
+            continue
+    return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What the caches reported since the last pass; ``everything`` after a cache was lost or
+    regained, or when the Network API's served state flipped."""
+
+    runtimes: frozenset[RuntimeKey] = frozenset()
+    networks: frozenset[str] = frozenset()
+    recipe: bool = False
+    everything: bool = False
+
+    def __or__(self, other: Change) -> Change:
+        return Change(
+            self.runtimes | other.runtimes,
+            self.networks | other.networks,
+            self.recipe or other.recipe,
+            self.everything or other.everything,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.runtimes or self.networks or self.recipe or self.everything)
+
+
+EVERYTHING: Final = Change(everything=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A runtime whose standing changed (wording included: reports show it; Events go by the
+    fingerprint); None before = newly seen, None after = gone."""
+
+    key: RuntimeKey
+    before: Standing | None
+    after: Standing | None
+
+
+def complete(view: ClusterSnapshot) -> Mapping[RuntimeKey, JsonMap] | Unverifiable:
+    """The view's runtimes when every part of it is known, else why not."""
+    for state in (view.network_state, view.recipe_state):
+        if isinstance(state, Unverifiable):
+            return state
+    return view.runtime_state
+
+
+@dataclass(slots=True)
+class DriftBook:
+    """Standings of every runtime, indexed by the Networks each names, and the counts the
+    metrics read (kept as standings change, so a scrape never walks 100,000 runtimes)."""
+
+    policy: Policy
+    standings: dict[RuntimeKey, Standing] = field(default_factory=dict)
+    results: Counter[Result] = field(default_factory=Counter)
+    failing_codes: Counter[Code] = field(default_factory=Counter)
+    _names: dict[RuntimeKey, frozenset[str]] = field(default_factory=dict)
+    _by_network: dict[str, set[RuntimeKey]] = field(default_factory=dict)
+    _bound: set[RuntimeKey] = field(default_factory=set)
+    _listing: set[RuntimeKey] = field(default_factory=set)
+    """Runtimes with a finding whose message lists the cluster's Networks: any Network change
+    can change their wording, so they are re-judged with the runtimes naming it."""
+    _interned: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
+
+    def affected(self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap]) -> set[RuntimeKey]:
+        """The runtimes ``change`` can have changed the standing of (present or just gone)."""
+        if change.everything:
+            return set(runtimes) | set(self.standings)
+        keys = set(change.runtimes)
+        for network in change.networks:
+            keys |= self._by_network.get(network, set())
+        if change.networks:
+            keys |= self._listing
+        if change.recipe:
+            keys |= self._bound
+        return keys
+
+    def apply(self, change: Change, view: ClusterSnapshot) -> list[Transition] | Unverifiable:
+        """Re-judge what ``change`` affects against ``view``; nothing when the view is partial
+        (a lost cache is not drift: the standings wait for its return, which re-judges all)."""
+        runtimes = complete(view)
+        if isinstance(runtimes, Unverifiable):
+            return runtimes
+        transitions = self.rejudge(sorted(self.affected(change, runtimes)), view)
+        if change.everything:
+            self.forget_unused_name_sets()
+        return transitions
+
+    def forget_unused_name_sets(self) -> None:
+        """Keep only the shared name sets some runtime still names (after a full pass)."""
+        self._interned = {names: names for names in self._names.values()}
+
+    def rejudge(self, keys: Iterable[RuntimeKey], view: ClusterSnapshot) -> list[Transition]:
+        """Re-judge ``keys`` (gone ones are dropped) against a complete view; callers may
+        split a long list to pause between parts."""
+        runtimes = complete(view)
+        if isinstance(runtimes, Unverifiable):
+            return []
+        return list(self._rejudged(keys, runtimes, view))
+
+    def _rejudged(
+        self,
+        keys: Iterable[RuntimeKey],
+        runtimes: Mapping[RuntimeKey, JsonMap],
+        view: ClusterSnapshot,
+    ) -> Iterator[Transition]:
+        for key in keys:
+            before = self.standings.get(key)
+            runtime = runtimes.get(key)
+            after = None if runtime is None else judge(key, runtime, view, self.policy)
+            self._index(key, runtime)
+            if after is None:
+                self.standings.pop(key, None)
+            else:
+                self.standings[key] = after
+            if before == after:  # also None twice: created and deleted between two passes
+                continue
+            self._count(before, -1)
+            self._count(after, +1)
+            if after is not None and any(c in _LISTING_CODES for c in after.codes):
+                self._listing.add(key)
+            else:
+                self._listing.discard(key)
+            yield Transition(key, before, after)
+
+    def _index(self, key: RuntimeKey, runtime: JsonMap | None) -> None:
+        old = self._names.pop(key, frozenset())
+        new = frozenset() if runtime is None else named_networks(runtime)
+        for name in old - new:
+            holders = self._by_network[name]
+            holders.discard(key)
+            if not holders:
+                del self._by_network[name]
+        for name in new - old:
+            self._by_network.setdefault(name, set()).add(key)
+        if new:
+            # Runtimes stamped from one template name the same Networks: one set for all.
+            self._names[key] = self._interned.setdefault(new, new)
+        if runtime is not None and recipe_candidate(key[0], runtime, self.policy):
+            self._bound.add(key)
+        else:
+            self._bound.discard(key)
+
+    def _count(self, standing: Standing | None, delta: int) -> None:
+        if standing is None:
+            return
+        self.results[standing.result] += delta
+        if standing.result is Result.FAIL:
+            for code in standing.codes:
+                self.failing_codes[code] += delta

@@ -1,0 +1,115 @@
+"""Audit Events (``events.k8s.io/v1``) on runtimes: created by the audit writer, and read back at
+each takeover so that what was said is never said again.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Final
+
+from kubernetes.client import ApiClient, EventsV1Api, EventsV1Event
+
+from app.domain.cluster import RuntimeKey, runtime_key
+from app.domain.drift import Standing
+from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at
+from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
+from app.domain.reports import MANAGED_BY, WIRING_DRIFT, event_note
+from app.kube.errors import TIMEOUT, read_json
+
+FINDINGS_ANNOTATION: Final = "nicguard.dev/findings"
+"""The fingerprint of the findings an Event announced (``Standing.fingerprint``)."""
+REPORTING_CONTROLLER: Final = "nicguard.dev/auditor"
+ACTION: Final = "Audit"
+_SELECTOR: Final = "=".join(MANAGED_BY)
+_CLUSTER_EVENTS: Final = "default"  # where Events on cluster-scoped objects go, as client-go does
+_NAME_MAX: Final = 253 - 17  # room for ".<nanoseconds in hex>"
+
+
+class EventRecorder:
+    """Satisfies ``app.audit.writer.EventSink`` over the real API."""
+
+    def __init__(self, api_client: ApiClient, instance: str) -> None:
+        self._api, self._instance = EventsV1Api(api_client), instance
+
+    def published(self) -> dict[RuntimeKey, str]:
+        newest: dict[RuntimeKey, tuple[str, str]] = {}
+        token: str | None = None
+        while True:
+            body = read_json(
+                self._api.list_event_for_all_namespaces(
+                    label_selector=_SELECTOR,
+                    limit=500,
+                    _continue=token,
+                    _preload_content=False,
+                    _request_timeout=TIMEOUT,
+                )
+            )
+            for raw in as_list(body.get("items")) or ():
+                said = _said(as_map(raw))
+                if said is not None and said[1] >= newest.get(said[0], ("", ""))[0]:
+                    newest[said[0]] = said[1:]
+            token = str_at(body, "metadata", "continue")
+            if not token:
+                return {key: fingerprint for key, (_, fingerprint) in newest.items()}
+
+    def emit(self, key: RuntimeKey, uid: str, reason: str, standing: Standing) -> None:
+        kind, namespace, name = key
+        now = time.time_ns()
+        regarding: dict[str, object] = {
+            "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+            "kind": kind.value,
+            "name": name,
+        }
+        if namespace:
+            regarding["namespace"] = namespace
+        if uid:
+            regarding["uid"] = uid
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{name[:_NAME_MAX]}.{now:x}",
+                "namespace": namespace or _CLUSTER_EVENTS,
+                "labels": dict([MANAGED_BY]),
+                "annotations": {FINDINGS_ANNOTATION: standing.fingerprint},
+            },
+            "eventTime": _micro_time(now),
+            "reportingController": REPORTING_CONTROLLER,
+            "reportingInstance": self._instance[:128],
+            "action": ACTION,
+            "reason": reason,
+            "type": "Warning" if reason == WIRING_DRIFT else "Normal",
+            "note": event_note(standing),
+            "regarding": regarding,
+        }
+        read_json(
+            self._api.create_namespaced_event(
+                namespace or _CLUSTER_EVENTS,
+                EventsV1Event.model_validate(body),
+                _preload_content=False,
+                _request_timeout=TIMEOUT,
+            )
+        )
+
+
+def _said(event: JsonMap | None) -> tuple[RuntimeKey, str, str] | None:
+    """(runtime, eventTime, fingerprint) of one of our Events, or None for anything else."""
+    if event is None or str_at(event, "reportingController") != REPORTING_CONTROLLER:
+        return None
+    regarding = map_at(event, "regarding")
+    name = str_at(regarding, "name")
+    try:
+        kind = Kind(str_at(regarding, "kind") or "")
+    except ValueError:
+        return None
+    if not name or not kind.is_runtime:
+        return None
+    key = runtime_key(kind, str_at(regarding, "namespace") or "", name)
+    fingerprint = str_at(event, "metadata", "annotations", FINDINGS_ANNOTATION) or ""
+    return key, str_at(event, "eventTime") or "", fingerprint
+
+
+def _micro_time(nanoseconds: int) -> str:
+    moment = datetime.fromtimestamp(nanoseconds / 1e9, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,126 @@
+"""One read of the cluster for ``nicguard audit``: one LIST per resource, no watch, giving the
+snapshot the watch caches of ``app/kube/cluster_view.py`` would hold after their first sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from functools import partial
+
+from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
+
+from app.domain.cluster import (
+    ClusterSnapshot,
+    Networks,
+    ObjectName,
+    RuntimeKey,
+    recipe_of,
+    runtime_key,
+)
+from app.domain.fields import JsonMap, str_at
+from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
+from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, network_from_object
+from app.domain.recipe import Recipe, RecipeMissing
+from app.domain.template import slim_runtime
+from app.kube.client import ApiListWatch, ListCall
+from app.kube.cluster_view import CLUSTER_RUNTIME_PLURAL, NETWORK_PLURAL, RUNTIME_PLURAL
+from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
+from app.statefiles import load_yaml
+
+
+class ClusterReadError(Exception):
+    """A read of the cluster failed; ``str()`` is one line naming what could not be read."""
+
+
+@contextlib.contextmanager
+def read_failures(what: str) -> Iterator[None]:
+    """The API's failures inside as a ``ClusterReadError``: ``cannot <what>: <reason>``."""
+    try:
+        yield
+    except ApiException as error:
+        raise ClusterReadError(f"cannot {what}: {describe(error)}") from None
+    except (*TRANSPORT_ERRORS, ValueError) as error:  # ValueError: a body that is not JSON
+        raise ClusterReadError(f"cannot {what}: {describe(error)}") from None
+
+
+def list_snapshot(
+    api_client: ApiClient, recipe_name: ObjectName, namespace: str | None
+) -> ClusterSnapshot:
+    """Networks, the recipe ConfigMap and the runtimes as one complete snapshot; raises
+    ``ClusterReadError``. With ``namespace``, only that namespace's TrainingRuntimes are listed:
+    no rule judging a TrainingRuntime reads a ClusterTrainingRuntime, and a user who may read
+    only that namespace can still audit it."""
+    custom, core = CustomObjectsApi(api_client), CoreV1Api(api_client)
+    list_cluster = custom.list_cluster_custom_object
+    networks = _networks(partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL))
+    configmaps = _listed(
+        f"list configmaps in namespace {recipe_name.namespace}",
+        # The field selector makes this the LIST of the one ConfigMap, as the recipe cache does.
+        partial(
+            core.list_namespaced_config_map,
+            recipe_name.namespace,
+            field_selector=f"metadata.name={recipe_name.name}",
+        ),
+    )
+    runtimes: dict[RuntimeKey, JsonMap] = {}
+    for kind, what, call in _runtime_lists(custom, namespace):
+        for obj in _listed(what, call, trimmed=True):
+            name = str_at(obj, "metadata", "name")
+            if name:
+                runtimes[runtime_key(kind, str_at(obj, "metadata", "namespace") or "", name)] = obj
+    return ClusterSnapshot(networks, _recipe(configmaps, recipe_name), runtimes)
+
+
+def _networks(call: ListCall) -> Networks:
+    with read_failures(f"list {NETWORK_PLURAL}.{NETWORK_GROUP}"):
+        try:
+            items = ApiListWatch(call).list().items
+        except ApiException as error:
+            if status_of(error) != NOT_FOUND:
+                raise
+            # A cluster without GKE multi-networking: not served, as the watch cache concludes.
+            return Networks(by_name={}, served=False)
+    found = (network_from_object(item) for item in items)
+    return Networks(by_name={n.name: n for n in found if n is not None})
+
+
+def _runtime_lists(
+    custom: CustomObjectsApi, namespace: str | None
+) -> list[tuple[Kind, str, ListCall]]:
+    trainer = (TRAINER_GROUP, TRAINER_VERSION)
+    runtimes = f"list {RUNTIME_PLURAL}.{TRAINER_GROUP}"
+    if namespace is not None:
+        return [
+            (
+                Kind.TRAINING_RUNTIME,
+                f"{runtimes} in namespace {namespace}",
+                partial(custom.list_namespaced_custom_object, *trainer, namespace, RUNTIME_PLURAL),
+            )
+        ]
+    return [
+        (
+            Kind.CLUSTER_TRAINING_RUNTIME,
+            f"list {CLUSTER_RUNTIME_PLURAL}.{TRAINER_GROUP}",
+            partial(custom.list_cluster_custom_object, *trainer, CLUSTER_RUNTIME_PLURAL),
+        ),
+        (
+            Kind.TRAINING_RUNTIME,
+            runtimes,
+            partial(custom.list_custom_object_for_all_namespaces, *trainer, RUNTIME_PLURAL),
+        ),
+    ]
+
+
+def _listed(what: str, call: ListCall, *, trimmed: bool = False) -> Sequence[JsonMap]:
+    # Runtimes are trimmed page by page: a LIST of thousands never sits whole.
+    source = ApiListWatch(call, trim=slim_runtime if trimmed else None)
+    with read_failures(what):
+        return source.list().items
+
+
+def _recipe(configmaps: Sequence[JsonMap], name: ObjectName) -> Recipe | RecipeMissing:
+    for configmap in configmaps:
+        if str_at(configmap, "metadata", "name") == name.name:
+            return recipe_of(configmap, name, load_yaml)
+    return RecipeMissing(ref=str(name))
