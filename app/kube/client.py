@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,19 @@ _load_kube_config = cast(Callable[..., None], config.load_kube_config)
 
 
 _OBJECT_EVENTS: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+# kube-apiserver 1.37 sends watch bookmarks every 60 s, but skips one while the resourceVersion
+# has not moved (a quiet cluster: up to ~121 s between them), and always one 2 s before the
+# watch's timeoutSeconds (measured: scripts/bookmark_cadence.py, docs/operations.md). Short
+# watches therefore bound the silence of a healthy stream, whatever the cluster does.
+WATCH_SECONDS: Final = (25, 35)
+WATCH_SILENCE_ALLOWANCE: Final = 10.0
+
+
+def watch_timeout() -> int:
+    """A watch's timeoutSeconds: jittered so that replicas' caches do not re-watch in step."""
+    return random.randint(*WATCH_SECONDS)  # noqa: S311 - spreads load, not a secret
 
 
 class ClientConfigError(Exception):
@@ -82,7 +96,7 @@ class ApiListWatch:
         self,
         call: ListCall,
         *,
-        watch_seconds: int = 300,
+        watch_seconds: Callable[[], int] = watch_timeout,
         connect_timeout: float = 10.0,
         read_timeout: float = 60.0,
         # Small pages: each page is decoded whole before its objects are trimmed, and what that
@@ -126,16 +140,19 @@ class ApiListWatch:
 
     def watch(self, resource_version: str) -> Iterator[WatchEvent]:
         """Open the watch now (HTTP errors raise here); events are read lazily."""
+        seconds = self._watch_seconds()
         response = raw_response(
             self._call(
                 watch=True,
                 resource_version=resource_version,
                 allow_watch_bookmarks=True,
-                # The server ends the watch after timeout_seconds; the read timeout is a
-                # backstop so a silently dead connection cannot block the thread forever.
-                timeout_seconds=self._watch_seconds,
+                # The server sends a bookmark 2 s before timeout_seconds and then ends the
+                # watch, so a healthy stream is never silent much longer than that. Silence
+                # beyond it means the connection died without a word (a NAT or proxy dropping
+                # it): the read times out and the cache watches again from where it was.
+                timeout_seconds=seconds,
                 _preload_content=False,
-                _request_timeout=(self._connect_timeout, self._watch_seconds + 30.0),
+                _request_timeout=(self._connect_timeout, seconds + WATCH_SILENCE_ALLOWANCE),
             )
         )
         self._stream = response

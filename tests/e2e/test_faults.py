@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import pytest
 
+from app.kube.client import WATCH_SECONDS, WATCH_SILENCE_ALLOWANCE
 from app.kube.watch_cache import DEFAULT_PACING
 from tests.e2e import expect
 from tests.e2e.faults import (
@@ -39,6 +40,7 @@ from tests.e2e.objects import (
     DENIED,
     INTERFACES,
     RECIPE_PAIRS,
+    conditions,
     interfaces,
     node_override,
     runtime,
@@ -57,6 +59,7 @@ from tests.e2e.state import (
     create_namespace,
     delete_past_nicguard,
     eventually,
+    set_status,
 )
 from tests.e2e.webhook import Nicguard
 
@@ -233,6 +236,39 @@ def test_watch_expiry_410_relists_and_drops_what_was_deleted_meanwhile(
         f"relists {dict(relists(faults.nicguard) - relisted_before)}; {tally.summary()}; "
         f"the Network deleted behind the watch is NetworkNotFound after the relist; "
         f"last expiry logged: {expired[-1]['ts']}",
+    )
+
+
+def test_a_silently_dead_watch_is_restarted_well_before_the_old_330_s(
+    faults: FaultStack, tally: Tally, namespace: str
+) -> None:
+    """Every open connection of nicguard's stops forwarding without being closed (a NAT or a
+    proxy losing it; new connections flow): a Network turned NotReady meanwhile is seen once
+    the silent watch is given up, within a short watch plus its allowance (app/kube/client.py),
+    where a 300 s watch with a 330 s read timeout would have served the stale state."""
+    net, _ = network_backed_runtime(faults.stack, namespace)
+    name = unique("torch-tcpxo")  # a create: the full verdict
+    obj = runtime(name, namespace=namespace, pairs=[*RECIPE_PAIRS[:7], ("eth8", net)])
+    held = faults.proxy.hold()
+    silenced = time.monotonic()
+    try:
+        set_status(faults.plane, NETWORKS, net, conditions(ready=False, reason="Detached"))
+        bound = WATCH_SECONDS[1] + WATCH_SILENCE_ALLOWANCE + 15.0  # + backoff and a pass
+        eventually(
+            lambda: apply(faults, obj),
+            lambda run: "NetworkNotReady" in run.stderr,
+            timeout=bound + 30.0,
+        )
+        seen = time.monotonic() - silenced
+    finally:
+        faults.proxy.release()
+    assert seen < bound, f"the NotReady flip took {seen:.1f}s to be seen\n{faults.report()}"
+    healthy_again(faults, tally)
+    numbers(
+        "dead-watch",
+        f"{held} connections held silent; a Network turned NotReady meanwhile was judged "
+        f"{seen:.1f}s later (bound {bound:.0f}s; a 300 s watch read with a 330 s timeout: "
+        f"up to 330 s); {tally.summary()}",
     )
 
 

@@ -8,7 +8,14 @@ import json
 import urllib3
 
 from app.domain.template import slim_runtime
-from app.kube.client import ApiListWatch, Listing, WatchEvent
+from app.kube.client import (
+    WATCH_SECONDS,
+    WATCH_SILENCE_ALLOWANCE,
+    ApiListWatch,
+    Listing,
+    WatchEvent,
+    watch_timeout,
+)
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -79,3 +86,21 @@ def test_a_source_without_trim_passes_objects_whole() -> None:
         {"metadata": {"resourceVersion": "13"}},
         _runtime("b", "14"),
     ]
+
+
+def test_a_watch_is_short_and_a_silence_past_its_end_is_a_read_timeout() -> None:
+    call = _GeneratedList()
+    source = ApiListWatch(call, watch_seconds=lambda: 31, connect_timeout=4.0)
+    list(source.watch("10"))
+    watch = call.calls[-1]
+    assert (watch["timeout_seconds"], watch["allow_watch_bookmarks"]) == (31, True)
+    # The server ends a watch at timeoutSeconds (a bookmark 2 s before): silence beyond that
+    # plus the allowance is a dead connection, not a quiet cluster.
+    assert watch["_request_timeout"] == (4.0, 31 + WATCH_SILENCE_ALLOWANCE)
+
+
+def test_watch_timeouts_are_jittered_within_the_bounds() -> None:
+    seen = {watch_timeout() for _ in range(500)}
+    assert seen <= set(range(WATCH_SECONDS[0], WATCH_SECONDS[1] + 1))
+    assert len(seen) > 5  # spread, so replicas do not re-watch in step
+    assert WATCH_SECONDS[1] + WATCH_SILENCE_ALLOWANCE < 60  # well under the old 330 s
