@@ -2,7 +2,8 @@
 
 Everything is written as ``admin``; Network conditions go through the ``status`` subresource.
 The CRDs are upstream's, unmodified (``tests/e2e/crds/*/``, each file names its source): the
-GKE networking API and one Kubeflow Trainer release per control plane.
+GKE networking API and one Kubeflow Trainer release per control plane, and on request the policy
+report APIs (OpenReports ``openreports.io``, the Policy WG's ``wgpolicyk8s.io``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from tests.e2e.procs import wait_until
 CRDS: Final = ROOT / "tests" / "e2e" / "crds"
 NETWORK_API_CRDS: Final = CRDS / "gke-networking"
 NETWORKS: Final = "networks.networking.gke.io"
+# Report CRD sets, each a directory of ``CRDS``: OpenReports (Report, ClusterReport) and the
+# Policy WG's (PolicyReport, ClusterPolicyReport; one file serves v1alpha1, v1alpha2, v1beta1).
+REPORT_APIS: Final = ("openreports", "wgpolicyk8s")
 RECIPE: Final = ("nicguard-system", "nicguard-recipe")
 ESTABLISH_TIMEOUT: Final = "60s"
 STATE_TIMEOUT: Final = 10.0
@@ -84,6 +88,22 @@ def install_crds(
     checked(plane.kubectl("admin", "create", *args), "creating the CRDs")
     wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}", "crd", "--all"]
     checked(plane.kubectl("admin", *wait), "waiting for the CRDs")
+
+
+def install_report_crds(plane: ControlPlane, *apis: str) -> None:
+    """Create the report CRDs of ``apis`` (each one of ``REPORT_APIS``; default: all) and wait
+    until those CRDs, and only those, are Established."""
+    chosen = tuple(dict.fromkeys(apis or REPORT_APIS))
+    unknown = [api for api in chosen if api not in REPORT_APIS]
+    if unknown:
+        raise ValueError(f"unknown report APIs {unknown}; known: {REPORT_APIS}")
+    files = [f for api in chosen for f in sorted((CRDS / api).glob("*.yaml"))]
+    if len(files) != 2 * len(chosen):  # each API: its namespaced and its cluster-scoped kind
+        raise RuntimeError(f"unexpected report CRD files for {chosen}: {files}")
+    args = [arg for f in files for arg in ("-f", str(f))]
+    created = checked(plane.kubectl("admin", "create", "-o", "name", *args), "creating the CRDs")
+    wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}"]
+    checked(plane.kubectl("admin", *wait, *created.stdout.split()), "waiting for the CRDs")
 
 
 def grant_developers(plane: ControlPlane) -> None:
