@@ -80,7 +80,8 @@ demo: $(STAMP) k8s-bins
 # cached objects. Installs wrk from the distribution when missing; exits 1 when a target is missed.
 .PHONY: bench wrk
 bench: $(STAMP) wrk
-	$(BIN)/python -m bench.run
+	status=0; $(BIN)/python -m bench.run || status=$$?; \
+	  $(BIN)/python -m bench.audit_pass || status=$$?; exit $$status
 
 wrk:
 	@command -v wrk >/dev/null 2>&1 || { \

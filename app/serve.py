@@ -88,8 +88,9 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         view, certs, auditor = snapshot, None, _file_audit(snapshot, settings)
         fetch_runtime, alive = None, _always
     else:
-        kube, statuses, stop_view, certs, auditor = _kubernetes(options, settings)
-        view, fetch_runtime, alive = kube, kube.fetch_runtime, kube.alive
+        kube = _kubernetes(options, settings)
+        view, statuses, stop_view, certs = kube.view, kube.view.status, kube.stop, kube.certs
+        auditor, fetch_runtime, alive = kube.auditor, kube.view.fetch_runtime, kube.alive
     cert, key = _tls_files(options)
     reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
     metrics = Metrics(statuses, audit=(auditor.book, lambda: auditor.last_change))
@@ -232,9 +233,26 @@ def _file_view(state: Path, settings: Settings) -> tuple[ClusterSnapshot, CacheS
     return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
 
 
-def _kubernetes(
-    options: ServeOptions, settings: Settings
-) -> tuple[KubeClusterView, CacheStatuses, Stopper, CertController | None, Auditor]:
+@dataclass(frozen=True, slots=True)
+class _Kubernetes:
+    """What Kubernetes mode runs beside the servers: caches, audit, writer, certificates."""
+
+    view: KubeClusterView
+    auditor: Auditor
+    writer: Writer
+    certs: CertController | None
+
+    def alive(self) -> bool:
+        """Every thread that keeps nicguard's picture and its audit current still runs."""
+        return self.view.alive() and self.auditor.alive() and self.writer.alive()
+
+    def stop(self) -> None:
+        self.view.stop()
+        self.auditor.stop()
+        self.writer.stop()  # hands the auditor Lease to another replica
+
+
+def _kubernetes(options: ServeOptions, settings: Settings) -> _Kubernetes:
     """The caches (started, synced or timed out), the audit and its writer (started), and the
     certificate controller (not started)."""
     # Imported here: file mode (make run, benchmarks) does not pay ~90 MiB of RSS for the client.
@@ -253,13 +271,8 @@ def _kubernetes(
     if not view.wait_synced(options.sync_timeout):
         logger.warning("caches not synced yet; serving ClusterStateUnavailable until they are")
 
-    def stop() -> None:
-        view.stop()
-        auditor.stop()
-        writer.stop()  # hands the auditor Lease to another replica
-
     if (certs := options.certs) is None:
-        return view, view.status, stop, None, auditor
+        return _Kubernetes(view, auditor, writer, None)
     targets = Targets(
         secret=certs.secret,
         webhook_configuration=certs.webhook_configuration,
@@ -272,7 +285,7 @@ def _kubernetes(
     controller = CertController(
         api_client, targets, cert_dir=options.cert_dir, hosts=options.hosts, lifetimes=lifetimes
     )
-    return view, view.status, stop, controller, auditor
+    return _Kubernetes(view, auditor, writer, controller)
 
 
 def _audit_writer(

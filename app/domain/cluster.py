@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from app.domain.fields import JsonMap, as_map, map_at, str_at
@@ -23,12 +24,22 @@ class Unverifiable:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: the sorted names below are computed once per view
 class Networks:
     """The cluster's Network objects by name; ``served`` is False when the API is not served."""
 
     by_name: Mapping[str, Network]
     served: bool = True
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """Every Network's name, sorted (messages list them; an audit pass asks thousands of
+        times of one view)."""
+        return tuple(sorted(self.by_name))
+
+    @cached_property
+    def usable_names(self) -> tuple[str, ...]:
+        return tuple(sorted(n.name for n in self.by_name.values() if n.usable))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Final
 from app.domain.annotation import AnnotationSyntaxError, parse_interfaces
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.fields import JsonMap
+from app.domain.fields import JsonMap, str_at
 from app.domain.policy import Policy
 from app.domain.rules.recipe import recipe_candidate
 from app.domain.template import PodTemplate, wired_templates
@@ -154,6 +154,8 @@ class DriftBook:
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
     can change their wording, so they are re-judged with the runtimes naming it."""
     _interned: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
+    _indexed: dict[RuntimeKey, str] = field(default_factory=dict)
+    """The resourceVersion each runtime was indexed at (file states may have none)."""
 
     def affected(self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap]) -> set[RuntimeKey]:
         """The runtimes ``change`` can have changed the standing of (present or just gone)."""
@@ -217,6 +219,15 @@ class DriftBook:
             yield Transition(key, before, after)
 
     def _index(self, key: RuntimeKey, runtime: JsonMap | None) -> None:
+        # The caches hand over the same version again on every pass that is not about it:
+        # what it names and whether it is bound cannot have changed.
+        version = str_at(runtime, "metadata", "resourceVersion") if runtime is not None else None
+        if version and self._indexed.get(key) == version:
+            return
+        if version:
+            self._indexed[key] = version
+        else:
+            self._indexed.pop(key, None)
         old = self._names.pop(key, frozenset())
         new = frozenset() if runtime is None else named_networks(runtime)
         for name in old - new:

@@ -5,6 +5,7 @@ AICR gkenet ``VerifyNetworksExist``: a set comparison on names, never positional
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from app.domain.annotation import InterfaceRef
@@ -45,7 +46,7 @@ def missing_networks(wiring: Wiring, targets: list[Target], networks: Networks) 
     missing = [target for target in targets if target[2] not in networks.by_name]
     if not missing:
         return None
-    known = _listing(sorted(networks.by_name))
+    known = _listing(networks.names)
     return Violation(
         code=Code.NETWORK_NOT_FOUND,
         field=wiring.entry_path(missing[0][0], "network"),
@@ -64,7 +65,7 @@ def unusable_networks(
     ]
     if not unusable:
         return None
-    usable = _listing(sorted(n.name for n in networks.by_name.values() if n.usable))
+    usable = _listing(networks.usable_names)
     listed = "; ".join(f"{entry.pair()} ({network.problem})" for _, entry, network in unusable)
     return Violation(
         code=Code.NETWORK_NOT_READY,
@@ -74,7 +75,7 @@ def unusable_networks(
     )
 
 
-def _listing(names: list[str]) -> str:
+def _listing(names: Sequence[str]) -> str:
     shown_names = ", ".join(shown(name) for name in names[:_LISTED_MAX])
     extra = len(names) - _LISTED_MAX
     return f"{shown_names} and {extra} more" if extra > 0 else shown_names
