@@ -148,12 +148,17 @@ class DriftBook:
     results: Counter[Result] = field(default_factory=Counter)
     failing_codes: Counter[Code] = field(default_factory=Counter)
     _names: dict[RuntimeKey, frozenset[str]] = field(default_factory=dict)
-    _by_network: dict[str, set[RuntimeKey]] = field(default_factory=dict)
+    # Indexed by name set, not by Network: runtimes stamped from one template share one set of
+    # names and one set of keys, however many Networks it names.
+    _holders: dict[frozenset[str], tuple[frozenset[str], set[RuntimeKey]]] = field(
+        default_factory=dict
+    )
+    """A name set -> (the one shared copy of it, the runtimes naming exactly those)."""
+    _sets_naming: dict[str, set[frozenset[str]]] = field(default_factory=dict)
     _bound: set[RuntimeKey] = field(default_factory=set)
     _listing: set[RuntimeKey] = field(default_factory=set)
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
     can change their wording, so they are re-judged with the runtimes naming it."""
-    _interned: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
     _indexed: dict[RuntimeKey, str] = field(default_factory=dict)
     """The resourceVersion each runtime was indexed at (file states may have none)."""
 
@@ -163,7 +168,8 @@ class DriftBook:
             return set(runtimes) | set(self.standings)
         keys = set(change.runtimes)
         for network in change.networks:
-            keys |= self._by_network.get(network, set())
+            for names in self._sets_naming.get(network, ()):
+                keys |= self._holders[names][1]
         if change.networks:
             keys |= self._listing
         if change.recipe:
@@ -176,14 +182,7 @@ class DriftBook:
         runtimes = complete(view)
         if isinstance(runtimes, Unverifiable):
             return runtimes
-        transitions = self.rejudge(sorted(self.affected(change, runtimes)), view)
-        if change.everything:
-            self.forget_unused_name_sets()
-        return transitions
-
-    def forget_unused_name_sets(self) -> None:
-        """Keep only the shared name sets some runtime still names (after a full pass)."""
-        self._interned = {names: names for names in self._names.values()}
+        return self.rejudge(sorted(self.affected(change, runtimes)), view)
 
     def rejudge(self, keys: Iterable[RuntimeKey], view: ClusterSnapshot) -> list[Transition]:
         """Re-judge ``keys`` (gone ones are dropped) against a complete view; callers may
@@ -228,22 +227,33 @@ class DriftBook:
             self._indexed[key] = version
         else:
             self._indexed.pop(key, None)
-        old = self._names.pop(key, frozenset())
+        old = self._names.pop(key, None)
         new = frozenset() if runtime is None else named_networks(runtime)
-        for name in old - new:
-            holders = self._by_network[name]
-            holders.discard(key)
-            if not holders:
-                del self._by_network[name]
-        for name in new - old:
-            self._by_network.setdefault(name, set()).add(key)
+        if old is not None and old != new:
+            self._unhold(old, key)
         if new:
-            # Runtimes stamped from one template name the same Networks: one set for all.
-            self._names[key] = self._interned.setdefault(new, new)
+            shared, holders = self._holders.setdefault(new, (new, set()))
+            if shared is new:  # first seen
+                for name in new:
+                    self._sets_naming.setdefault(name, set()).add(new)
+            holders.add(key)
+            self._names[key] = shared
         if runtime is not None and recipe_candidate(key[0], runtime, self.policy):
             self._bound.add(key)
         else:
             self._bound.discard(key)
+
+    def _unhold(self, names: frozenset[str], key: RuntimeKey) -> None:
+        holders = self._holders[names][1]
+        holders.discard(key)
+        if holders:
+            return
+        del self._holders[names]
+        for name in names:
+            naming = self._sets_naming[name]
+            naming.discard(names)
+            if not naming:
+                del self._sets_naming[name]
 
     def _count(self, standing: Standing | None, delta: int) -> None:
         if standing is None:

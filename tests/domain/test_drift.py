@@ -711,9 +711,12 @@ def test_runtimes_naming_the_same_networks_share_one_name_set() -> None:
     assert sets[1] is sets[0]
     assert sets[2] is sets[0]
     assert ctr("plain") not in book._names  # naming nothing, it costs nothing
+    # One set of keys for the three copies, reached from each Network they name.
+    assert book._holders[sets[0]] == (sets[0], {ctr(f"copy-{i}") for i in range(3)})
+    assert book._sets_naming["net-a"] == {sets[0]}
 
     applied(book, EVERYTHING, cluster())
-    assert (book._names, book._by_network, book._bound) == ({}, {}, set())
+    assert (book._names, book._holders, book._sets_naming, book._bound) == ({}, {}, {}, set())
 
 
 # -- DriftBook: a partial view changes nothing -------------------------------------------------
@@ -833,8 +836,36 @@ def test_a_runtime_created_and_deleted_between_two_passes_is_no_transition() -> 
     assert set(book.standings) == {ctr("a")}
 
 
-def test_a_full_pass_forgets_name_sets_nobody_names_any_more() -> None:
+def test_a_name_set_nobody_names_any_more_is_forgotten() -> None:
     book = primed(cluster(ONE, BOTH))
-    assert frozenset({"default", "net-a"}) in book._interned
-    applied(book, EVERYTHING, cluster(BOTH))
-    assert set(book._interned) == {frozenset({"default", "net-a", "net-b"})}
+    assert frozenset({"default", "net-a"}) in book._holders
+    applied(book, Change(runtimes=frozenset({ctr("a")})), cluster(BOTH))
+    assert set(book._holders) == {frozenset({"default", "net-a", "net-b"})}
+    assert book._sets_naming["net-a"] == {frozenset({"default", "net-a", "net-b"})}
+
+
+def test_a_runtime_moving_to_a_name_set_others_hold_joins_their_shared_copy() -> None:
+    book = primed(cluster(ONE, BOTH))
+    applied(
+        book, Change(runtimes=frozenset({ctr("a")})), cluster(naming("a", "net-a", "net-b"), BOTH)
+    )
+    assert book._names[ctr("a")] is book._names[ctr("ab")]
+    assert book.affected(Change(networks=frozenset({"net-b"})), {}) == {ctr("a"), ctr("ab")}
+
+
+def versioned(obj: dict[str, object], version: str) -> dict[str, object]:
+    metadata = obj["metadata"]
+    assert isinstance(metadata, dict)
+    return {**obj, "metadata": {**metadata, "resourceVersion": version}}
+
+
+def test_a_runtime_at_the_version_it_was_indexed_at_is_not_indexed_again() -> None:
+    book = primed(cluster(versioned(ONE, "1")))
+    # The same version can only hold the same object: what it names is not read again (here
+    # the object was swapped behind the version's back to show it).
+    applied(book, EVERYTHING, cluster(versioned(naming("a", "net-b"), "1")))
+    assert book._names[ctr("a")] == {"default", "net-a"}
+    applied(book, EVERYTHING, cluster(versioned(naming("a", "net-b"), "2")))
+    assert book._names[ctr("a")] == {"default", "net-b"}
+    applied(book, EVERYTHING, cluster())
+    assert book._indexed == {}
