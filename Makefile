@@ -100,7 +100,8 @@ bench-e2e: $(STAMP) k8s-bins wrk
 	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) && status=0; \
 	  $(BIN)/python -m bench.e2e --client kubectl || status=$$?; \
 	  $(BIN)/python -m bench.e2e --client api || echo "bench-e2e: the strict view misses 15 %"; \
-	  $(BIN)/python -m bench.kube_rss || status=$$?; exit $$status
+	  $(BIN)/python -m bench.kube_rss || status=$$?; \
+	  $(BIN)/python -m bench.audit_e2e || status=$$?; exit $$status
 
 test: lint unit unit-py313 slow e2e
 

@@ -223,6 +223,7 @@ class Writer:
                 if not self._announce(pending[-1], now):
                     retry.add(pending[-1])
                 pending.pop()
+                time.sleep(0)  # the request path gets the interpreter between two Events
         finally:  # an API failure leaves the rest for the next attempt
             with self._wake:
                 self._dirty |= retry | set(pending)

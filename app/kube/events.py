@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Final
 
-from kubernetes.client import ApiClient, EventsV1Api, EventsV1Event
+from kubernetes.client import ApiClient, CustomObjectsApi, EventsV1Api
 
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.drift import Standing
@@ -22,6 +22,7 @@ FINDINGS_ANNOTATION: Final = "nicguard.dev/findings"
 REPORTING_CONTROLLER: Final = "nicguard.dev/auditor"
 ACTION: Final = "Audit"
 _SELECTOR: Final = "=".join(MANAGED_BY)
+_GROUP, _VERSION = "events.k8s.io", "v1"
 _CLUSTER_EVENTS: Final = "default"  # where Events on cluster-scoped objects go, as client-go does
 _NAME_MAX: Final = 253 - 17  # room for ".<nanoseconds in hex>"
 
@@ -31,6 +32,9 @@ class EventRecorder:
 
     def __init__(self, api_client: ApiClient, instance: str) -> None:
         self._api, self._instance = EventsV1Api(api_client), instance
+        # Created through the generic path with a plain mapping: the typed Event model costs a
+        # validation per Event, and a Network flap can make hundreds at once.
+        self._objects = CustomObjectsApi(api_client)
 
     def published(self) -> dict[RuntimeKey, str]:
         newest: dict[RuntimeKey, tuple[str, str]] = {}
@@ -66,7 +70,7 @@ class EventRecorder:
         if uid:
             regarding["uid"] = uid
         body = {
-            "apiVersion": "events.k8s.io/v1",
+            "apiVersion": f"{_GROUP}/{_VERSION}",
             "kind": "Event",
             "metadata": {
                 "name": f"{name[:_NAME_MAX]}.{now:x}",
@@ -84,9 +88,12 @@ class EventRecorder:
             "regarding": regarding,
         }
         read_json(
-            self._api.create_namespaced_event(
+            self._objects.create_namespaced_custom_object(
+                _GROUP,
+                _VERSION,
                 namespace or _CLUSTER_EVENTS,
-                EventsV1Event.model_validate(body),
+                "events",
+                body,
                 _preload_content=False,
                 _request_timeout=TIMEOUT,
             )

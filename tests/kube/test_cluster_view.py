@@ -21,7 +21,13 @@ from app.domain.kinds import Kind
 from app.domain.network import Network
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.template import slim_runtime
-from app.kube.client import ClientConfigError, Listing, WatchEvent, load_api_client
+from app.kube.client import (
+    WATCH_SECONDS,
+    ClientConfigError,
+    Listing,
+    WatchEvent,
+    load_api_client,
+)
 from app.kube.cluster_view import KubeClusterView, Sources
 from app.kube.watch_cache import Pacing
 from tests.kube.test_watch_cache import FAST, Held, ScriptedSource, Stream, wait_for
@@ -304,15 +310,13 @@ def test_from_api_client_lists_and_watches_through_the_generated_client() -> Non
         assert view.recipe() == RecipeMissing(ref=str(RECIPE))
         assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
         wait_for(lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable))
-        assert [q for p, q in server.queries if p.endswith("/networks")][:3] == [
+        queries = [q for p, q in server.queries if p.endswith("/networks")][:3]
+        watch_seconds = int(queries[2].pop("timeoutSeconds"))
+        assert WATCH_SECONDS[0] <= watch_seconds <= WATCH_SECONDS[1]  # short, jittered
+        assert queries == [
             {"limit": "100"},
             {"limit": "100", "continue": "p2"},
-            {
-                "watch": "true",
-                "resourceVersion": "100",
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": "300",
-            },
+            {"watch": "true", "resourceVersion": "100", "allowWatchBookmarks": "true"},
         ]
         configmaps = dict(server.queries)["/api/v1/namespaces/nicguard-system/configmaps"]
         assert configmaps["fieldSelector"] == "metadata.name=nicguard-recipe"
