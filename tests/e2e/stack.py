@@ -38,6 +38,7 @@ from tests.e2e.state import (
     eventually,
     grant_developers,
     install_crds,
+    install_report_crds,
     recipe_ref,
     set_status,
 )
@@ -72,14 +73,18 @@ def running(
     network_api: bool = True,
     trainer: Trainer = TRAINER_V2_3,
     nicguard_args: Sequence[str] = (),
+    report_apis: Sequence[str] = (),
 ) -> Iterator[Stack]:
     """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD;
-    ``nicguard_args`` are added to ``nicguard serve``'s command line."""
+    ``nicguard_args`` are added to ``nicguard serve``'s command line; ``report_apis`` (of
+    ``state.REPORT_APIS``) are the policy report CRDs served before nicguard starts."""
     plane = ControlPlane(workdir)
     nicguard = Nicguard(plane, workdir, args=nicguard_args)
     try:
         plane.start()
         install_crds(plane, network_api=network_api, trainer=trainer)
+        if report_apis:
+            install_report_crds(plane, *report_apis)
         config = install_base(plane)
         grant_developers(plane)
         nicguard.start()
