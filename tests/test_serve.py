@@ -107,3 +107,7 @@ def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
     assert metrics_status == 200
     assert 'nicguard_admission_requests_total{decision="denied"' in metrics
     assert 'nicguard_cache_synced{cache="files"} 1.0' in metrics
+    # File mode judges its static state once at start: the audit says what `nicguard audit` says.
+    assert 'nicguard_audit_runtimes{result="pass"} 2.0' in metrics
+    assert 'nicguard_audit_runtimes{result="fail"} 0.0' in metrics
+    assert "nicguard_audit_last_change_timestamp_seconds " in metrics

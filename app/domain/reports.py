@@ -86,21 +86,26 @@ def report(
     }
 
 
-def _results(entry: Audited, now: int) -> list[dict[str, object]]:
-    kind, namespace, name = entry.key
-    resource: dict[str, object] = {
+def runtime_reference(key: RuntimeKey, uid: str = "") -> dict[str, object]:
+    """An object reference to a runtime, as reports' ``resources`` and Events' ``regarding``."""
+    kind, namespace, name = key
+    reference: dict[str, object] = {
         "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
         "kind": kind.value,
         "name": name,
     }
     if namespace:
-        resource["namespace"] = namespace
-    if entry.uid:
-        resource["uid"] = entry.uid
+        reference["namespace"] = namespace
+    if uid:
+        reference["uid"] = uid
+    return reference
+
+
+def _results(entry: Audited, now: int) -> list[dict[str, object]]:
     common: dict[str, object] = {
         "source": SOURCE,
         "policy": POLICY,
-        "resources": [resource],
+        "resources": [runtime_reference(entry.key, entry.uid)],
         "timestamp": {"seconds": now, "nanos": 0},
     }
     standing = entry.standing

@@ -13,8 +13,8 @@ from kubernetes.client import ApiClient, CustomObjectsApi, EventsV1Api
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.drift import Standing
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at
-from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
-from app.domain.reports import MANAGED_BY, WIRING_DRIFT, event_note
+from app.domain.kinds import Kind
+from app.domain.reports import MANAGED_BY, WIRING_DRIFT, event_note, runtime_reference
 from app.kube.errors import TIMEOUT, read_json
 
 FINDINGS_ANNOTATION: Final = "nicguard.dev/findings"
@@ -58,17 +58,8 @@ class EventRecorder:
                 return {key: fingerprint for key, (_, fingerprint) in newest.items()}
 
     def emit(self, key: RuntimeKey, uid: str, reason: str, standing: Standing) -> None:
-        kind, namespace, name = key
+        _, namespace, name = key
         now = time.time_ns()
-        regarding: dict[str, object] = {
-            "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
-            "kind": kind.value,
-            "name": name,
-        }
-        if namespace:
-            regarding["namespace"] = namespace
-        if uid:
-            regarding["uid"] = uid
         body = {
             "apiVersion": f"{_GROUP}/{_VERSION}",
             "kind": "Event",
@@ -85,7 +76,7 @@ class EventRecorder:
             "reason": reason,
             "type": "Warning" if reason == WIRING_DRIFT else "Normal",
             "note": event_note(standing),
-            "regarding": regarding,
+            "regarding": runtime_reference(key, uid),
         }
         read_json(
             self._objects.create_namespaced_custom_object(

@@ -4,6 +4,7 @@ of a whole report (the audit's current state), and removal of a namespace's empt
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Final
 
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
@@ -48,32 +49,26 @@ class ReportWriter:
     def write(self, api: ReportApi, body: JsonMap) -> None:
         namespace = str_at(body, "metadata", "namespace") or ""
         if namespace:
-            response = self._api.patch_namespaced_custom_object(
+            patch = partial(
+                self._api.patch_namespaced_custom_object,
                 api.group,
                 api.version,
                 namespace,
                 api.plural(namespace),
-                REPORT_NAME,
-                dict(body),
-                field_manager=FIELD_MANAGER,
-                force=True,
-                _content_type=_APPLY,
-                _preload_content=False,
-                _request_timeout=TIMEOUT,
             )
         else:
-            response = self._api.patch_cluster_custom_object(
-                api.group,
-                api.version,
-                api.plural(""),
-                REPORT_NAME,
-                dict(body),
-                field_manager=FIELD_MANAGER,
-                force=True,
-                _content_type=_APPLY,
-                _preload_content=False,
-                _request_timeout=TIMEOUT,
+            patch = partial(
+                self._api.patch_cluster_custom_object, api.group, api.version, api.plural("")
             )
+        response = patch(
+            REPORT_NAME,
+            dict(body),
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=_APPLY,
+            _preload_content=False,
+            _request_timeout=TIMEOUT,
+        )
         read_json(response)
 
     def remove(self, api: ReportApi, namespace: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -19,17 +19,10 @@ from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.reports import WIRING_DRIFT, WIRING_RESTORED, ReportApi
 from tests.builders import GPU_NICS, network, runtime, snapshot, wired
+from tests.kube.test_watch_cache import wait_for
 
 A: RuntimeKey = (Kind.TRAINING_RUNTIME, "team", "a")
 B: RuntimeKey = (Kind.TRAINING_RUNTIME, "team", "b")
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.001)  # poll interval only: the deadline is what the test waits on
 
 
 def cluster(

@@ -132,19 +132,24 @@ def _value(obj: JsonMap) -> str | None:
 Start = Callable[..., WatchCache[str, str]]
 
 
+def things(source: ScriptedSource, pacing: Pacing = FAST) -> WatchCache[str, str]:
+    """A cache of "things" keyed by name, valued by ``spec.value`` (not started)."""
+    return WatchCache[str, str](
+        name="things",
+        resource="things.example.com",
+        source=source,
+        key=lambda obj: str_at(obj, "metadata", "name"),
+        convert=_value,
+        pacing=pacing,
+    )
+
+
 @pytest.fixture
 def start() -> Iterator[Start]:
     running: list[tuple[ScriptedSource, WatchCache[str, str]]] = []
 
     def run(source: ScriptedSource, pacing: Pacing = FAST) -> WatchCache[str, str]:
-        cache = WatchCache[str, str](
-            name="things",
-            resource="things.example.com",
-            source=source,
-            key=lambda obj: str_at(obj, "metadata", "name"),
-            convert=_value,
-            pacing=pacing,
-        )
+        cache = things(source, pacing)
         cache.start()
         running.append((source, cache))
         return cache
@@ -392,14 +397,7 @@ def listened(
     source: ScriptedSource, pacing: Pacing = FAST
 ) -> tuple[WatchCache[str, str], list[frozenset[str] | None]]:
     """A started cache whose every change notice is recorded (subscribed before it starts)."""
-    cache = WatchCache[str, str](
-        name="things",
-        resource="things.example.com",
-        source=source,
-        key=lambda obj: str_at(obj, "metadata", "name"),
-        convert=_value,
-        pacing=pacing,
-    )
+    cache = things(source, pacing)
     heard: list[frozenset[str] | None] = []
     cache.subscribe(heard.append)
     cache.start()
@@ -424,14 +422,7 @@ def test_listeners_hear_each_changed_key_and_every_list_as_everything() -> None:
 
 def test_a_listener_that_fails_does_not_stop_the_cache() -> None:
     source = ScriptedSource(lists=[listing("10")], watches=[[event("ADDED", "b", "11", "two")]])
-    cache = WatchCache[str, str](
-        name="things",
-        resource="things.example.com",
-        source=source,
-        key=lambda obj: str_at(obj, "metadata", "name"),
-        convert=_value,
-        pacing=FAST,
-    )
+    cache = things(source)
 
     def broken(_: frozenset[str] | None) -> None:
         raise RuntimeError("listener bug")
