@@ -29,13 +29,10 @@ from app.domain.cluster import (
     CacheStatus,
     ClusterSnapshot,
     ClusterView,
-    RuntimeKey,
-    Unverifiable,
     snapshot_of,
 )
 from app.domain.drift import EVERYTHING
-from app.domain.fields import JsonMap
-from app.heap import freeze_startup, sweep_cycles
+from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
 from app.logs import configure_logging
 from app.metrics import Metrics
 from app.statefiles import iter_objects, load_yaml
@@ -81,6 +78,7 @@ class _Server(uvicorn.Server):
 
 def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> int:
     configure_logging(settings.log_level)
+    limit_malloc_arenas()  # before any thread starts
     options = serve_options(args, environ)
     view: ClusterView
     if options.state is not None:
@@ -263,7 +261,7 @@ def _kubernetes(options: ServeOptions, settings: Settings) -> _Kubernetes:
     api_client = load_api_client()
     view = KubeClusterView.from_api_client(api_client, settings.recipe_configmap)
     auditor = Auditor(view.snapshot, settings.policy)
-    writer = _audit_writer(api_client, view, auditor, options, settings)
+    writer = _audit_writer(api_client, auditor, options, settings)
     view.subscribe(auditor.notify)  # before the caches start: their first lists are changes
     auditor.start()
     writer.start()
@@ -290,7 +288,6 @@ def _kubernetes(options: ServeOptions, settings: Settings) -> _Kubernetes:
 
 def _audit_writer(
     api_client: ApiClient,
-    view: KubeClusterView,
     auditor: Auditor,
     options: ServeOptions,
     settings: Settings,
@@ -301,10 +298,6 @@ def _audit_writer(
     from app.kube.lease import LeaseLock
     from app.kube.reports import ReportWriter
 
-    def lookup(key: RuntimeKey) -> JsonMap | None:
-        found = view.runtime(*key)
-        return None if isinstance(found, Unverifiable) else found
-
     lock = LeaseLock(
         CoordinationV1Api(api_client),
         options.audit_lease,
@@ -313,7 +306,7 @@ def _audit_writer(
     )
     writer = Writer(
         auditor.book,
-        lookup,
+        lambda: auditor.judged_all,
         lock,
         EventRecorder(api_client, options.pod_name),
         ReportWriter(api_client, settings.reports),

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.heap import freeze_startup, sweep_cycles
+from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
 
 
 class _Node:
@@ -62,3 +62,9 @@ def test_start_up_garbage_is_freed_before_the_rest_is_frozen() -> None:
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_malloc_arenas_are_capped_on_glibc() -> None:
+    # mallopt returns 1 on success; glibc is what the image (python:3.13-slim) and CI run. (The
+    # test process keeps the cap: harmless, its threads run under the GIL too.)
+    assert limit_malloc_arenas() is True

@@ -42,6 +42,8 @@ class Auditor:
         self.book = DriftBook(policy)
         self.last_change: float | None = None
         """Wall-clock time of the last pass that changed a standing (a metric)."""
+        self.judged_all = False
+        """Whether every runtime has been judged once (until then the book is partial)."""
         self._snapshot, self._settle, self._max_wait, self._wall = snapshot, settle, max_wait, wall
         self._pending = Change()
         self._busy = False
@@ -77,8 +79,9 @@ class Auditor:
         with self._wake:
             return self._wake.wait_for(lambda: not self._pending and not self._busy, timeout)
 
-    def run_pass(self) -> list[Transition] | Unverifiable:
-        """Take what is pending and judge it now (the thread's body; file mode calls it once)."""
+    def run_pass(self) -> int | Unverifiable:
+        """Take what is pending and judge it now (the thread's body; file mode calls it once);
+        how many standings changed, or why nothing could be judged."""
         with self._wake:
             change, self._pending, self._busy = self._pending, Change(), True
         try:
@@ -88,27 +91,29 @@ class Auditor:
                 self._busy = False
                 self._wake.notify_all()
 
-    def _judge(self, change: Change) -> list[Transition] | Unverifiable:
+    def _judge(self, change: Change) -> int | Unverifiable:
         view = self._snapshot()
         runtimes = complete(view)
         if isinstance(runtimes, Unverifiable):
             # Nothing is judged against a partial view; the cache's return re-judges all.
             logger.debug("audit waits for the caches", extra={"reason": runtimes.reason})
             return runtimes
-        keys = sorted(self.book.affected(change, runtimes))
-        transitions: list[Transition] = []
+        keys = self.book.to_judge(change, runtimes)
+        changed = 0
         for start in range(0, len(keys), PART):
-            transitions += self.book.rejudge(keys[start : start + PART], view)
+            # Told part by part: a first pass over 100,000 runtimes never holds them all as
+            # transitions at once.
+            transitions = self.book.rejudge(keys[start : start + PART], view)
+            if transitions:
+                changed += len(transitions)
+                self.last_change = self._wall()
+                for listener in self._listeners:
+                    listener(transitions)
             time.sleep(0)  # let the event loop's thread take the interpreter
-        if transitions:
-            self.last_change = self._wall()
-            logger.info(
-                "audit standings changed",
-                extra={"judged": len(keys), "changed": len(transitions)},
-            )
-            for listener in self._listeners:
-                listener(transitions)
-        return transitions
+        self.judged_all = self.judged_all or change.everything
+        if changed:
+            logger.info("audit standings changed", extra={"judged": len(keys), "changed": changed})
+        return changed
 
     def _run(self) -> None:
         while True:

@@ -69,7 +69,7 @@ def audit_snapshot(
     return [
         AuditResult(
             api_version=str_at(runtimes[key], "apiVersion") or f"{TRAINER_GROUP}/{TRAINER_VERSION}",
-            audited=Audited(key, standing, uid=str_at(runtimes[key], "metadata", "uid") or ""),
+            audited=Audited(key, standing),
         )
         for key, standing in sorted(book.standings.items())
     ]

@@ -18,7 +18,7 @@ from typing import Final, Protocol
 
 from app.domain.cluster import RuntimeKey
 from app.domain.drift import DriftBook, Standing, Transition
-from app.domain.fields import JsonMap, str_at
+from app.domain.fields import JsonMap
 from app.domain.reports import Audited, ReportApi, event_reason, report, report_namespace
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class EventSink(Protocol):
         """The fingerprint of the newest audit Event per runtime (``""`` for a restore)."""
         ...
 
-    def emit(self, key: RuntimeKey, uid: str, reason: str, standing: Standing) -> None: ...
+    def emit(self, key: RuntimeKey, reason: str, standing: Standing) -> None: ...
 
 
 class ReportSink(Protocol):
@@ -91,7 +91,7 @@ class Writer:
     def __init__(
         self,
         book: DriftBook,
-        lookup: Callable[[RuntimeKey], JsonMap | None],
+        ready: Callable[[], bool],
         lock: Lock,
         events: EventSink,
         reports: ReportSink,
@@ -102,7 +102,7 @@ class Writer:
         resolve_every: float = RESOLVE_SECONDS,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self._book, self._lookup, self._lock = book, lookup, lock
+        self._book, self._ready, self._lock = book, ready, lock
         self._events, self._reports = events, reports
         self._budget = budget or EventBudget()
         self._renew, self._report_interval, self._wall = renew, report_interval, wall
@@ -123,8 +123,16 @@ class Writer:
     def changed(self, transitions: list[Transition]) -> None:
         with self._wake:
             for transition in transitions:
-                self._dirty.add(transition.key)
-                self._dirty_reports.add(report_namespace(transition.key))
+                key = transition.key
+                # Only findings (or something said about them) can call for an Event: a runtime
+                # first seen passing is in its report, not in the writer's memory.
+                if (
+                    _has_findings(transition.before)
+                    or _has_findings(transition.after)
+                    or key in self._published
+                ):
+                    self._dirty.add(key)
+                self._dirty_reports.add(report_namespace(key))
             self._wake.notify_all()
 
     def start(self) -> None:
@@ -154,7 +162,7 @@ class Writer:
             try:
                 if now >= self._next_renew:
                     self._lead(now)
-                if self.leading:
+                if self.leading and self._ready():  # a partial book would say partial things
                     self._speak(now)
             except Exception as error:  # the API failed: say so, try again next period
                 logger.warning("audit writer failed", extra={"error": str(error)[:300]})
@@ -168,6 +176,8 @@ class Writer:
     def _due(self) -> float:
         if not self.leading:
             return float("inf")
+        if not self._ready():
+            return time.monotonic() + self._renew
         due = self._next_event
         if self._dirty:
             due = min(due, time.monotonic())
@@ -194,7 +204,8 @@ class Writer:
         """Read back what was said and what reports exist; then everything is to be checked."""
         self._published = self._events.published()
         with self._wake:
-            self._dirty = set(self._book.standings) | set(self._published)
+            failing = {k for k, s in dict(self._book.standings).items() if s.findings}
+            self._dirty = failing | set(self._published)
         self._find_report_api(now)
         logger.info(
             "audit writer: this replica writes",
@@ -245,7 +256,7 @@ class Writer:
         if wait:
             self._next_event = min(self._next_event, now + wait)
             return False
-        self._events.emit(key, self._uid(key), reason, standing)
+        self._events.emit(key, reason, standing)
         if standing.fingerprint:
             self._published[key] = standing.fingerprint
         else:
@@ -262,7 +273,7 @@ class Writer:
         for key, standing in dict(self._book.standings).items():
             namespace = report_namespace(key)
             if namespace in namespaces:
-                by_namespace[namespace].append(Audited(key, standing, self._uid(key)))
+                by_namespace[namespace].append(Audited(key, standing))
         now = int(self._wall())
         pending = sorted(namespaces)
         try:
@@ -278,5 +289,6 @@ class Writer:
             with self._wake:
                 self._dirty_reports.update(pending)
 
-    def _uid(self, key: RuntimeKey) -> str:
-        return str_at(self._lookup(key), "metadata", "uid") or ""
+
+def _has_findings(standing: Standing | None) -> bool:
+    return standing is not None and bool(standing.findings)

@@ -15,7 +15,7 @@ from typing import Final
 from app.domain.annotation import AnnotationSyntaxError, parse_interfaces
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.fields import JsonMap, str_at
+from app.domain.fields import JsonMap
 from app.domain.policy import Policy
 from app.domain.rules.recipe import recipe_candidate
 from app.domain.template import PodTemplate, wired_templates
@@ -147,33 +147,37 @@ class DriftBook:
     standings: dict[RuntimeKey, Standing] = field(default_factory=dict)
     results: Counter[Result] = field(default_factory=Counter)
     failing_codes: Counter[Code] = field(default_factory=Counter)
-    _names: dict[RuntimeKey, frozenset[str]] = field(default_factory=dict)
-    # Indexed by name set, not by Network: runtimes stamped from one template share one set of
-    # names and one set of keys, however many Networks it names.
-    _holders: dict[frozenset[str], tuple[frozenset[str], set[RuntimeKey]]] = field(
-        default_factory=dict
-    )
-    """A name set -> (the one shared copy of it, the runtimes naming exactly those)."""
+    # Indexed by name set, not by Network, and nothing per runtime beyond its key in one set:
+    # runtimes stamped from one template share one set of names and one set of keys, however
+    # many Networks it names (memory: SPEC §10).
+    _holders: dict[frozenset[str], set[RuntimeKey]] = field(default_factory=dict)
+    """A name set -> the runtimes naming exactly those Networks."""
     _sets_naming: dict[str, set[frozenset[str]]] = field(default_factory=dict)
     _bound: set[RuntimeKey] = field(default_factory=set)
     _listing: set[RuntimeKey] = field(default_factory=set)
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
     can change their wording, so they are re-judged with the runtimes naming it."""
-    _indexed: dict[RuntimeKey, str] = field(default_factory=dict)
-    """The resourceVersion each runtime was indexed at (file states may have none)."""
 
     def affected(self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap]) -> set[RuntimeKey]:
         """The runtimes ``change`` can have changed the standing of (present or just gone)."""
         if change.everything:
-            return set(runtimes) | set(self.standings)
+            return set(runtimes).union(self.standings)
         keys = set(change.runtimes)
         for network in change.networks:
             for names in self._sets_naming.get(network, ()):
-                keys |= self._holders[names][1]
+                keys |= self._holders[names]
         if change.networks:
             keys |= self._listing
         if change.recipe:
             keys |= self._bound
+        return keys
+
+    def to_judge(self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap]) -> list[RuntimeKey]:
+        """``affected`` as a list in key order; for everything, without a set of all keys."""
+        if not change.everything:
+            return sorted(self.affected(change, runtimes))
+        keys = [*runtimes, *(key for key in self.standings if key not in runtimes)]
+        keys.sort()
         return keys
 
     def apply(self, change: Change, view: ClusterSnapshot) -> list[Transition] | Unverifiable:
@@ -182,7 +186,7 @@ class DriftBook:
         runtimes = complete(view)
         if isinstance(runtimes, Unverifiable):
             return runtimes
-        return self.rejudge(sorted(self.affected(change, runtimes)), view)
+        return self.rejudge(self.to_judge(change, runtimes), view)
 
     def rejudge(self, keys: Iterable[RuntimeKey], view: ClusterSnapshot) -> list[Transition]:
         """Re-judge ``keys`` (gone ones are dropped) against a complete view; callers may
@@ -218,42 +222,34 @@ class DriftBook:
             yield Transition(key, before, after)
 
     def _index(self, key: RuntimeKey, runtime: JsonMap | None) -> None:
-        # The caches hand over the same version again on every pass that is not about it:
-        # what it names and whether it is bound cannot have changed.
-        version = str_at(runtime, "metadata", "resourceVersion") if runtime is not None else None
-        if version and self._indexed.get(key) == version:
-            return
-        if version:
-            self._indexed[key] = version
-        else:
-            self._indexed.pop(key, None)
-        old = self._names.pop(key, None)
-        new = frozenset() if runtime is None else named_networks(runtime)
-        if old is not None and old != new:
-            self._unhold(old, key)
-        if new:
-            shared, holders = self._holders.setdefault(new, (new, set()))
-            if shared is new:  # first seen
-                for name in new:
-                    self._sets_naming.setdefault(name, set()).add(new)
-            holders.add(key)
-            self._names[key] = shared
+        names = frozenset() if runtime is None else named_networks(runtime)
+        holders = self._holders.get(names) if names else None
+        if holders is None or key not in holders:  # it moved, appeared or went: look it up
+            self._unhold(key)
+            if names:
+                if holders is None:
+                    holders = self._holders[names] = set()
+                    for name in names:
+                        self._sets_naming.setdefault(name, set()).add(names)
+                holders.add(key)
         if runtime is not None and recipe_candidate(key[0], runtime, self.policy):
             self._bound.add(key)
         else:
             self._bound.discard(key)
 
-    def _unhold(self, names: frozenset[str], key: RuntimeKey) -> None:
-        holders = self._holders[names][1]
-        holders.discard(key)
-        if holders:
-            return
-        del self._holders[names]
-        for name in names:
-            naming = self._sets_naming[name]
-            naming.discard(names)
-            if not naming:
-                del self._sets_naming[name]
+    def _unhold(self, key: RuntimeKey) -> None:
+        """Remove ``key`` from the name set holding it (there are few: one per wiring)."""
+        for names, holders in self._holders.items():
+            if key in holders:
+                holders.discard(key)
+                if not holders:
+                    del self._holders[names]
+                    for name in names:
+                        naming = self._sets_naming[name]
+                        naming.discard(names)
+                        if not naming:
+                            del self._sets_naming[name]
+                return
 
     def _count(self, standing: Standing | None, delta: int) -> None:
         if standing is None:

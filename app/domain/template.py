@@ -88,7 +88,7 @@ def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMis
     )
 
 
-_METADATA: Final = ("name", "namespace", "uid", "resourceVersion")
+_METADATA: Final = ("name", "namespace", "resourceVersion")
 _SHARED_SPECS: Final = 1024
 
 

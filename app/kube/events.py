@@ -57,7 +57,7 @@ class EventRecorder:
             if not token:
                 return {key: fingerprint for key, (_, fingerprint) in newest.items()}
 
-    def emit(self, key: RuntimeKey, uid: str, reason: str, standing: Standing) -> None:
+    def emit(self, key: RuntimeKey, reason: str, standing: Standing) -> None:
         _, namespace, name = key
         now = time.time_ns()
         body = {
@@ -76,7 +76,7 @@ class EventRecorder:
             "reason": reason,
             "type": "Warning" if reason == WIRING_DRIFT else "Normal",
             "note": event_note(standing),
-            "regarding": runtime_reference(key, uid),
+            "regarding": runtime_reference(key),
         }
         read_json(
             self._objects.create_namespaced_custom_object(

@@ -62,7 +62,7 @@ class Events:
             found[key] = fingerprint
         return found
 
-    def emit(self, key: RuntimeKey, uid: str, reason: str, standing: Standing) -> None:
+    def emit(self, key: RuntimeKey, reason: str, standing: Standing) -> None:
         if self.fail_next:
             self.fail_next -= 1
             raise ConnectionError("apiserver unreachable")
@@ -129,7 +129,7 @@ def build(
     events, lock, reports = events or Events(), lock or Lock(), reports or Reports()
     writer = Writer(
         auditor.book,
-        lambda key: {"metadata": {"uid": f"uid-{key[2]}"}},
+        lambda: auditor.judged_all,
         lock,
         events,
         reports,
@@ -307,3 +307,26 @@ def test_a_report_api_installed_later_is_found_and_written() -> None:
         assert reports.results("team") == [("a", "pass"), ("b", "pass")]
     finally:
         world.writer.stop()
+
+
+def test_nothing_is_said_before_every_runtime_has_been_judged() -> None:
+    said = Events(earlier={A: "0123456789abcdef"})  # a drift announced by an earlier writer
+    world = build(said)
+    world.writer.start()
+    try:
+        wait_for(lambda: world.writer.leading)
+        # The book is still empty: A is not gone, only not judged yet; nothing may be concluded.
+        assert said.said == []
+        world.auditor.notify(EVERYTHING)
+        world.auditor.run_pass()
+        wait_for(lambda: said.reasons(A) == [WIRING_RESTORED])
+    finally:
+        world.writer.stop()
+
+
+def test_runtimes_first_seen_passing_cost_the_writer_nothing() -> None:
+    world = build()
+    world.auditor.notify(EVERYTHING)
+    world.auditor.run_pass()
+    assert world.writer._dirty == set()  # no Event can be due: only their report is
+    assert world.writer._dirty_reports == {"team"}

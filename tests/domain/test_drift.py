@@ -706,17 +706,14 @@ def test_rejudge_takes_the_keys_it_is_given() -> None:
 def test_runtimes_naming_the_same_networks_share_one_name_set() -> None:
     copies = [naming(f"copy-{i}", "net-a", "net-b") for i in range(3)]
     book = primed(cluster(*copies, PLAIN))
-    sets = [book._names[ctr(f"copy-{i}")] for i in range(3)]
-    assert sets[0] == {"default", "net-a", "net-b"}
-    assert sets[1] is sets[0]
-    assert sets[2] is sets[0]
-    assert ctr("plain") not in book._names  # naming nothing, it costs nothing
-    # One set of keys for the three copies, reached from each Network they name.
-    assert book._holders[sets[0]] == (sets[0], {ctr(f"copy-{i}") for i in range(3)})
-    assert book._sets_naming["net-a"] == {sets[0]}
+    names = frozenset({"default", "net-a", "net-b"})
+    # One set of keys for the three copies, reached from each Network they name; the runtime
+    # naming nothing costs nothing.
+    assert book._holders == {names: {ctr(f"copy-{i}") for i in range(3)}}
+    assert book._sets_naming == {"default": {names}, "net-a": {names}, "net-b": {names}}
 
     applied(book, EVERYTHING, cluster())
-    assert (book._names, book._holders, book._sets_naming, book._bound) == ({}, {}, {}, set())
+    assert (book._holders, book._sets_naming, book._bound) == ({}, {}, set())
 
 
 # -- DriftBook: a partial view changes nothing -------------------------------------------------
@@ -844,28 +841,18 @@ def test_a_name_set_nobody_names_any_more_is_forgotten() -> None:
     assert book._sets_naming["net-a"] == {frozenset({"default", "net-a", "net-b"})}
 
 
-def test_a_runtime_moving_to_a_name_set_others_hold_joins_their_shared_copy() -> None:
+def test_a_runtime_moving_to_a_name_set_others_hold_joins_them() -> None:
     book = primed(cluster(ONE, BOTH))
-    applied(
-        book, Change(runtimes=frozenset({ctr("a")})), cluster(naming("a", "net-a", "net-b"), BOTH)
-    )
-    assert book._names[ctr("a")] is book._names[ctr("ab")]
+    moved = cluster(naming("a", "net-a", "net-b"), BOTH)
+    applied(book, Change(runtimes=frozenset({ctr("a")})), moved)
+    assert book._holders == {frozenset({"default", "net-a", "net-b"}): {ctr("a"), ctr("ab")}}
     assert book.affected(Change(networks=frozenset({"net-b"})), {}) == {ctr("a"), ctr("ab")}
 
 
-def versioned(obj: dict[str, object], version: str) -> dict[str, object]:
-    metadata = obj["metadata"]
-    assert isinstance(metadata, dict)
-    return {**obj, "metadata": {**metadata, "resourceVersion": version}}
-
-
-def test_a_runtime_at_the_version_it_was_indexed_at_is_not_indexed_again() -> None:
-    book = primed(cluster(versioned(ONE, "1")))
-    # The same version can only hold the same object: what it names is not read again (here
-    # the object was swapped behind the version's back to show it).
-    applied(book, EVERYTHING, cluster(versioned(naming("a", "net-b"), "1")))
-    assert book._names[ctr("a")] == {"default", "net-a"}
-    applied(book, EVERYTHING, cluster(versioned(naming("a", "net-b"), "2")))
-    assert book._names[ctr("a")] == {"default", "net-b"}
-    applied(book, EVERYTHING, cluster())
-    assert book._indexed == {}
+def test_to_judge_lists_what_is_affected_in_key_order() -> None:
+    book = primed(cluster(ONE, TWO))
+    view = cluster(TWO, BOTH)
+    runtimes = runtimes_of(view)
+    assert book.to_judge(EVERYTHING, runtimes) == sorted(book.affected(EVERYTHING, runtimes))
+    network = Change(networks=frozenset({"net-a", "net-b"}))
+    assert book.to_judge(network, runtimes) == sorted(book.affected(network, runtimes))

@@ -268,14 +268,8 @@ def test_a_passing_cluster_runtime_is_one_pass_result_of_the_wiring_rule() -> No
     ],
 )
 def test_a_runtime_with_findings_has_a_result_per_finding(standing: Standing, result: str) -> None:
-    audited = Audited((TR, "team", "t"), standing, uid="0b1c")
-    resource = {
-        "apiVersion": TRAINER,
-        "kind": "TrainingRuntime",
-        "name": "t",
-        "namespace": "team",
-        "uid": "0b1c",
-    }
+    audited = Audited((TR, "team", "t"), standing)
+    resource = {"apiVersion": TRAINER, "kind": "TrainingRuntime", "name": "t", "namespace": "team"}
     assert report(ReportApi.WGPOLICYK8S, "team", [audited], NOW) == {
         "apiVersion": "wgpolicyk8s.io/v1alpha2",
         "kind": "PolicyReport",
@@ -302,33 +296,25 @@ def _resources(found: Mapping[str, object]) -> list[Mapping[str, object]]:
 
 
 @pytest.mark.parametrize(
-    ("key", "uid", "resource"),
+    ("key", "resource"),
     [
         pytest.param(
             (CTR, "", "a"),
-            "",
             {"apiVersion": TRAINER, "kind": "ClusterTrainingRuntime", "name": "a"},
-            id="ctr-uid-unknown",
-        ),
-        pytest.param(
-            (CTR, "", "a"),
-            "u-1",
-            {"apiVersion": TRAINER, "kind": "ClusterTrainingRuntime", "name": "a", "uid": "u-1"},
-            id="ctr-uid-known",
+            id="ctr",
         ),
         pytest.param(
             (TR, "team", "t"),
-            "",
             {"apiVersion": TRAINER, "kind": "TrainingRuntime", "name": "t", "namespace": "team"},
-            id="tr-uid-unknown",
+            id="tr",
         ),
     ],
 )
-def test_a_result_names_its_runtime_with_the_uid_only_when_known(
-    key: RuntimeKey, uid: str, resource: dict[str, object]
+def test_a_result_names_its_runtime_by_kind_namespace_and_name(
+    key: RuntimeKey, resource: dict[str, object]
 ) -> None:
     for standing in (PASSING, FAILING):
-        found = report(ReportApi.OPENREPORTS, key[1], [Audited(key, standing, uid)], NOW)
+        found = report(ReportApi.OPENREPORTS, key[1], [Audited(key, standing)], NOW)
         assert _resources(found) == [resource] * max(1, len(standing.findings))
 
 
@@ -389,9 +375,9 @@ def test_a_report_is_json_the_upstream_schema_keeps_whole(
     api: ReportApi, namespace: str, kind: Kind
 ) -> None:
     audited = [
-        Audited((kind, namespace, "ok"), PASSING, uid="u-ok"),
+        Audited((kind, namespace, "ok"), PASSING),
         Audited((kind, namespace, "broken"), FAILING),
-        Audited((kind, namespace, "shaky"), WARNING, uid="u-shaky"),
+        Audited((kind, namespace, "shaky"), WARNING),
     ]
     found = report(api, namespace, audited, NOW)
     assert json.loads(json.dumps(found)) == found

