@@ -9,8 +9,10 @@ from pathlib import Path
 
 from app.config import Settings
 from app.domain.cluster import (
+    PARAM_SETS_SKIPPED,
     ClusterSnapshot,
     RuntimeKey,
+    describes_param_sets,
     runtime_key,
     snapshot_of,
     with_runtimes,
@@ -64,6 +66,8 @@ def check_files(
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )
+    if not describes_param_sets(snapshot):
+        note(PARAM_SETS_SKIPPED)
     subjects = []
     for sourced in load_objects(list(files)):
         kind = trainer_kind(sourced.obj)

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.audit.command import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
@@ -94,21 +94,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.serve import serve
 
             return serve(args, settings, os.environ)
+        # Notes (what is not judged) are informational: shown at log-level info and debug.
+        note = _ignore if settings.log_level not in ("debug", "info") else _note
         if args.command == "audit":
-            return _audit(args, settings)
-        # Notes (objects not judged) are informational: shown at log-level info and debug.
-        quiet = settings.log_level not in ("debug", "info")
-        results = check_files(args.state, args.files, settings, note=_ignore if quiet else _note)
+            return _audit(args, settings, note)
+        results = check_files(args.state, args.files, settings, note=note)
     except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:
         return _input_error(error)
     print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201
     return EXIT_ALLOWED if all(r.verdict.allowed for r in results) else EXIT_DENIED
 
 
-def _audit(args: argparse.Namespace, settings: Settings) -> int:
+def _audit(args: argparse.Namespace, settings: Settings, note: Callable[[str], None]) -> int:
     namespace = args.namespace
     if args.state is not None:
-        results = audit_state(args.state, settings, namespace)
+        results = audit_state(args.state, settings, namespace, note)
         api = report_api(settings.reports)
     else:
         # Imported here: only a live audit loads the Kubernetes API client (~0.5 s).

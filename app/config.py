@@ -61,6 +61,11 @@ POLICY_OPTIONS: Final = (
         "comma list of recipe-bound CTR names",
     ),
     Option(
+        "rdma-runtimes",
+        ",".join(sorted(_POLICY.rdma_runtimes)),
+        "comma list of CTR names bound to profile a4x-gb200-rdma",
+    ),
+    Option(
         "not-ready", _POLICY.not_ready.value, "deny|warn: a Network that exists but is not usable"
     ),
     Option(
@@ -169,6 +174,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         recipe_configmap=parse_value(raw, "recipe-configmap", ObjectName.parse),
         policy=Policy(
             recipe_runtimes=parse_value(raw, "recipe-runtimes", _names),
+            rdma_runtimes=parse_value(raw, "rdma-runtimes", _names),
             not_ready=parse_value(raw, "not-ready", _choice(NotReady)),
             recipe_required=parse_value(raw, "recipe-required", parse_bool),
             on_unverifiable=parse_value(raw, "on-unverifiable", _choice(OnUnverifiable)),

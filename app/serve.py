@@ -26,9 +26,11 @@ from app.certificates.rotation import Lifetimes
 from app.certificates.tls import CertReloader, make_uvicorn_config, server_ssl_context
 from app.config import ServeOptions, Settings, serve_options
 from app.domain.cluster import (
+    PARAM_SETS_SKIPPED,
     CacheStatus,
     ClusterSnapshot,
     ClusterView,
+    describes_param_sets,
     snapshot_of,
 )
 from app.domain.drift import EVERYTHING
@@ -228,6 +230,8 @@ def _file_view(state: Path, settings: Settings) -> tuple[ClusterSnapshot, CacheS
         load_yaml=load_yaml,
     )
     logger.info("serving in file mode", extra={"state": str(state)})
+    if not describes_param_sets(snapshot):
+        logger.info(PARAM_SETS_SKIPPED)
     return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
 
 

@@ -2,7 +2,8 @@
 Event on the runtimes naming it, and what an audit storm costs admission.
 
 1. The control plane of ``tests/e2e`` with nicguard in Kubernetes mode (as its ServiceAccount);
-   ``examples/cluster``; ``--flip-networks`` Networks each named (at eth8) by one TrainingRuntime;
+   ``examples/cluster``; ``--flip-networks`` Networks (each with its GKENetworkParamSet, Ready)
+   each named (at eth8) by one TrainingRuntime;
    ``--load`` TrainingRuntimes naming gpu-nic-0..7, the work a flip of gpu-nic-3 makes.
 2. Latency: each flip Network goes Ready=False, then Ready=True again (2 flips each), through the
    status subresource as admin; the time from just before the PATCH to the ``eventTime`` of the
@@ -35,7 +36,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.run import load_average, machine
-from tests.e2e.objects import RECIPE_PAIRS, conditions, network, runtime, unique
+from tests.e2e.objects import (
+    RECIPE_PAIRS,
+    conditions,
+    network,
+    param_set,
+    param_set_status,
+    runtime,
+    unique,
+)
 from tests.e2e.stack import Stack, populate, running
 from tests.e2e.state import checked, create_namespace
 
@@ -46,6 +55,7 @@ MAX_STORM_P99_RATIO: Final = 1.5
 EVENT_TIMEOUT: Final = 30.0
 _EVENTS: Final = "/apis/events.k8s.io/v1/namespaces/" + NAMESPACE + "/events"
 _NETWORKS: Final = "/apis/networking.gke.io/v1/networks"
+_PARAM_SETS: Final = "/apis/networking.gke.io/v1/gkenetworkparamsets"
 _RUNTIMES: Final = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainingruntimes"
 
 
@@ -85,14 +95,17 @@ class Api:
         raise AssertionError("unreachable")
 
     def flip(self, name: str, *, ready: bool) -> None:
-        status, body = self.call(
-            "PATCH",
-            f"{_NETWORKS}/{name}/status",
-            {"status": conditions(ready=ready, reason="Bench" if not ready else "")},
-            "application/merge-patch+json",
+        self.set_status(
+            f"{_NETWORKS}/{name}", conditions(ready=ready, reason="Bench" if not ready else "")
         )
-        if status != 200:
-            raise RuntimeError(f"flipping {name}: HTTP {status} {body}")
+
+    def set_status(self, path: str, status: dict[str, Any]) -> None:
+        """Merge ``status`` into the object at ``path`` through its status subresource."""
+        code, body = self.call(
+            "PATCH", f"{path}/status", {"status": status}, "application/merge-patch+json"
+        )
+        if code != 200:
+            raise RuntimeError(f"writing the status of {path}: HTTP {code} {body}")
 
 
 def _say(text: str = "") -> None:
@@ -146,11 +159,12 @@ def prepare(stack: Stack, flips: int, load: int) -> list[tuple[str, str]]:
     objects: list[dict[str, Any]] = []
     for _ in range(flips):
         net, name = unique("bench-flip"), unique("flip-rt")
-        objects.append(network(net))
+        objects += [param_set(net), network(net)]
         pairs.append((net, name))
     _apply(stack, objects)
     admin = Api(stack, "admin")
-    for net, _ in pairs:
+    for net, _ in pairs:  # as GKE: the param set Ready, then the Network
+        admin.set_status(f"{_PARAM_SETS}/{net}", param_set_status(net, ready=True))
         admin.flip(net, ready=True)
     wired = [
         runtime(name, namespace=NAMESPACE, pairs=[*RECIPE_PAIRS[:7], ("eth8", net)])

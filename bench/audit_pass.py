@@ -53,7 +53,8 @@ def with_network_down(view: ClusterSnapshot, name: str) -> ClusterSnapshot:
     if down is None:
         raise TypeError("the Network has a name")
     by_name = {**networks.by_name, name: down}
-    return ClusterSnapshot(Networks(by_name), view.recipe_state, view.runtime_state)
+    flipped = Networks(by_name, param_sets=networks.param_sets)  # the param sets unchanged
+    return ClusterSnapshot(flipped, view.recipe_state, view.runtime_state)
 
 
 def _say(text: str) -> None:

@@ -1,10 +1,11 @@
 """nicguard's RSS in Kubernetes mode with 10,000 cached objects, on a real kube-apiserver.
 
 ``make bench`` measures file mode; this is the mode a cluster runs. The control plane of
-``tests/e2e`` gets the example cluster plus generated Networks and TrainingRuntimes up to 2,000
-and 8,000 (``bench/state.py``: full-size AICR pod templates, created with ``kubectl create``);
-nicguard is then restarted so its caches LIST all of them, proven by a TrainJob on the last
-runtime that only a cache holding it can deny. VmRSS is read once ready and after a wrk round.
+``tests/e2e`` gets the example cluster plus generated Networks (each with its GKENetworkParamSet,
+which nicguard caches too) and TrainingRuntimes up to 1,000 + 1,000 and 8,000 (``bench/state.py``:
+full-size AICR pod templates, created with ``kubectl create``); nicguard is then restarted so its
+caches LIST all of them, proven by a TrainJob on the last runtime that only a cache holding it
+can deny. VmRSS is read once ready and after a wrk round.
 
     NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.kube_rss
 """
@@ -28,6 +29,7 @@ from bench.state import (
     NAMESPACES,
     NETWORKS,
     RUNTIMES,
+    StateCounts,
     generated_networks,
     generated_runtimes,
     load_one,
@@ -116,7 +118,8 @@ def last_runtime_trainjob(runtimes: int) -> tuple[str, str]:
 
 
 def fill(stack: Stack) -> None:
-    """The team namespaces, then Networks and runtimes up to NETWORKS and RUNTIMES."""
+    """The team namespaces, then Networks (and their param sets) and runtimes up to NETWORKS and
+    RUNTIMES."""
     namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{n:02d}"}}
         for n in range(NAMESPACES)
@@ -165,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     worst = max(ready["VmRSS"], after["VmRSS"]) * 1024
     ok = worst <= MAX_RSS_BYTES
     _say(
-        f"RSS in Kubernetes mode, {NETWORKS:,} Networks and {RUNTIMES:,} runtimes cached "
+        f"RSS in Kubernetes mode, {StateCounts(NETWORKS, RUNTIMES).described()} "
         f"(ready {ready_seconds:.1f}s after start):"
     )
     _say(f"  ready:                   VmRSS {ready['VmRSS'] / 1024:6.1f} MiB")

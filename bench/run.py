@@ -7,8 +7,8 @@
 3. For each review (the drifted runtime: a denial; the good runtime: an allow), runs
    ``wrk --latency -s bench/post.lua`` against echo and nicguard alternately, several rounds,
    parses Requests/sec and the 50 %/99 % latencies, and reports the medians and the ratios.
-4. Starts nicguard alone on a generated file-mode state of 10,000 objects (2,000 Networks,
-   8,000 runtimes) and reads VmRSS from ``/proc/<pid>/status`` once ready and after a load round.
+4. Starts nicguard alone on a generated file-mode state of 10,000 objects (1,000 Networks, their
+   1,000 GKENetworkParamSets, 8,000 runtimes) and reads VmRSS once ready and after a load round.
 
 Exit status 0 when every target holds (and wrk saw no errors), 1 otherwise, 2 on a set-up error.
 """
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Final, Protocol, TextIO
 
 from app.certificates.certdir import ensure_cert_dir
-from bench.state import write_state
+from bench.state import StateCounts, write_state
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 POST_LUA: Final = Path(__file__).resolve().with_name("post.lua")
@@ -474,8 +474,8 @@ def report(
         _say(out)
         _say(
             out,
-            f"RSS with {mem.networks + mem.runtimes:,} cached objects ({mem.networks:,} Networks, "
-            f"{mem.runtimes:,} runtimes; answering {mem.ready_seconds}s after start):",
+            f"RSS with {StateCounts(mem.networks, mem.runtimes).described()} "
+            f"(answering {mem.ready_seconds}s after start):",
         )
         _say(
             out, f"  ready:                          VmRSS {mem.ready_kib['VmRSS'] / 1024:6.1f} MiB"

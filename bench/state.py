@@ -1,9 +1,11 @@
 """A file-mode cluster state of 10,000 cached objects, for the RSS measurement.
 
-The example cluster (``examples/cluster``: 9 Networks, the recipe ConfigMap, 2
-ClusterTrainingRuntimes) plus generated Networks and TrainingRuntimes up to 2,000 Networks and
-8,000 runtimes. Generated runtimes are copies of the AICR ``torch-distributed-tcpxo`` runtime
-(a realistic, full-size pod template) as namespaced TrainingRuntimes in 40 team namespaces.
+The example cluster (``examples/cluster``: 9 Networks and their GKENetworkParamSets, the recipe
+ConfigMap, 2 ClusterTrainingRuntimes) plus generated Networks and TrainingRuntimes up to 1,000
+Networks and 8,000 runtimes; each generated Network comes with the GKENetworkParamSet it
+references, both Ready, as a GKE cluster has them: 10,000 cached objects in all.
+Generated runtimes are copies of the AICR ``torch-distributed-tcpxo`` runtime (a realistic,
+full-size pod template) as namespaced TrainingRuntimes in 40 team namespaces.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from app.domain.fields import JsonMap
 from app.statefiles import load_objects
 
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
-NETWORKS: Final = 2_000
+# 10,000 cached objects: 1,000 Networks, their 1,000 GKENetworkParamSets, 8,000 runtimes.
+NETWORKS: Final = 1_000
 RUNTIMES: Final = 8_000
 NAMESPACES: Final = 40
 _PER_FILE: Final = 1_000
@@ -34,8 +37,19 @@ class StateCounts:
     runtimes: int
 
     @property
+    def param_sets(self) -> int:
+        """Every Network comes with the GKENetworkParamSet it references."""
+        return self.networks
+
+    @property
     def total(self) -> int:
-        return self.networks + self.runtimes
+        return self.networks + self.param_sets + self.runtimes
+
+    def described(self) -> str:
+        return (
+            f"{self.total:,} cached objects: {self.networks:,} Networks, {self.param_sets:,} "
+            f"GKENetworkParamSets, {self.runtimes:,} runtimes"
+        )
 
 
 def count_objects(path: Path) -> StateCounts:
@@ -70,8 +84,11 @@ def load_one(path: Path) -> JsonMap:
 
 
 def generated_networks(count: int) -> Iterator[dict[str, object]]:
+    """``count`` Device Networks, each preceded by the GKENetworkParamSet it references (same
+    name); ``2 * count`` objects, every one with a Ready status."""
     for number in range(count):
         name = f"bench-net-{number:05d}"
+        yield generated_param_set(name, number)
         yield {
             "apiVersion": "networking.gke.io/v1",
             "kind": "Network",
@@ -98,6 +115,28 @@ def generated_networks(count: int) -> Iterator[dict[str, object]]:
                 ]
             },
         }
+
+
+def generated_param_set(name: str, number: int) -> dict[str, object]:
+    """The GKENetworkParamSet of generated Network ``name``, Ready as GKE reports it."""
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": name, "resourceVersion": str(150_000 + number)},
+        "spec": {"vpc": "bench-vpc", "vpcSubnet": f"{name}-subnet", "deviceMode": "NetDevice"},
+        "status": {
+            "networkName": name,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "GNPReady",
+                    "message": "",
+                    "lastTransitionTime": "2026-11-02T09:14:01Z",
+                }
+            ],
+        },
+    }
 
 
 def generated_runtimes(template: JsonMap, count: int) -> Iterator[dict[str, object]]:

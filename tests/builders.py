@@ -174,6 +174,35 @@ def network(
     }
 
 
+def param_set(name: str, mode: str = "NetDevice", *, ready: bool = True) -> dict[str, object]:
+    """A ``GKENetworkParamSet`` in ``mode``, Ready unless told otherwise."""
+    status = "True" if ready else "False"
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": name},
+        "spec": {"vpc": f"{name}-vpc", "vpcSubnet": f"{name}-subnet", "deviceMode": mode},
+        "status": {
+            "conditions": [
+                condition("Ready", status, reason="GNPReady" if ready else "VPCNotFound")
+            ]
+        },
+    }
+
+
+GB200_NETWORKS: Final = ("gvnic-1", "rdma-0", "rdma-1", "rdma-2", "rdma-3")
+GB200_PAIRS: Final = tuple((f"eth{i + 1}", net) for i, net in enumerate(GB200_NETWORKS))
+RDMA_RUNTIME: Final = "torch-distributed-rdma"
+
+
+def gb200(*objects: object, modes: Mapping[str, str] | None = None) -> ClusterSnapshot:
+    """A GB200 cluster: gvnic-1 (NetDevice) and rdma-0..3 (RDMA), param sets in ``modes``."""
+    chosen = {name: "NetDevice" if name == "gvnic-1" else "RDMA" for name in GB200_NETWORKS}
+    chosen |= dict(modes or {})
+    sets = [param_set(name, mode) for name, mode in chosen.items()]
+    return snapshot(*sets, *objects, networks=GB200_NETWORKS, no_recipe=True)
+
+
 def plain_recipe(pairs: Iterable[Pair] = PAIRS) -> dict[str, str]:
     """ConfigMap data with a plain ``tcpxoInterfaces`` list (JSON is YAML)."""
     return {"tcpxoInterfaces": json.dumps(entries(pairs))}

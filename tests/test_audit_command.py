@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from app.cli import main
+from app.domain.cluster import PARAM_SETS_SKIPPED
 from app.domain.kinds import Kind
 from tests.builders import (
     GPU_NICS,
@@ -74,7 +75,7 @@ def test_text_gives_each_runtime_its_result_findings_and_a_summary(
     state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = audit(capsys, "--state", str(state))
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, f"nicguard: {PARAM_SETS_SKIPPED}\n")  # the state holds none
     blocks = out.rstrip("\n").split("\n\n")
     assert [block.splitlines()[0] for block in blocks[:-1]] == [
         "PASS ClusterTrainingRuntime torch-distributed-tcpxo",

@@ -166,3 +166,26 @@ def test_the_rdma_layouts_gke_documents_are_allowed_on_a_gb200_cluster() -> None
         "",
         "2 checked, 2 allowed, 0 denied",
     ]
+
+
+@pytest.mark.parametrize("command", ["check", "audit"])
+def test_a_state_without_param_sets_skips_their_checks_and_says_so_once(
+    tmp_path: Path, command: str
+) -> None:
+    docs = [
+        d
+        for d in yaml.safe_load_all((ROOT / STATE / "networks.yaml").read_text())
+        if isinstance(d, dict) and d.get("kind") != "GKENetworkParamSet"
+    ]
+    (tmp_path / "networks.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "recipe.yaml").write_text((ROOT / STATE / "recipe-configmap.yaml").read_text())
+    runtime = f"{STATE}/torch-distributed-tcpxo.yaml"
+    args = [command, "--state", str(tmp_path)] + ([runtime] if command == "check" else [])
+    run = nicguard(*args)
+    skipped = "nicguard: the state holds no GKENetworkParamSet: the param-set checks"
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [line for line in run.stderr.splitlines() if line.startswith(skipped)] != []
+    assert len(run.stderr.splitlines()) == 1
+    described = nicguard(command, "--state", STATE, *([runtime] if command == "check" else []))
+    assert described.returncode == 0, described.stdout
+    assert described.stderr == ""

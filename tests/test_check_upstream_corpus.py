@@ -7,8 +7,8 @@ changed. ``tests/fixtures/upstream/README.md`` has one row per file with its exp
 Expected verdicts follow docs/rules.md (amended: InterfaceNameInvalid = "a valid Linux interface
 name", so ``gpu0rdma0`` is accepted; ``eth0 -> pod-network`` accepted; MPI ``runLauncherAsNode``
 makes ``launcher`` a second wired template). Rows marked ``# FAILED at HEAD`` failed before
-issue #11's fixes. Rows that need §13 (hardware profiles, GKENetworkParamSets: issue #15) or §5's
-runtime attribution (issue #19) are added with those issues; their fixtures are already here.
+issue #11's fixes. Rows that need §5's runtime attribution (issue #19) are added with that issue;
+their fixtures are already here.
 
 Pods (Google's samples, GKE/AICR docs) are not judged by nicguard; their wiring is "transplanted":
 the two ``networking.gke.io`` annotations are copied unchanged into the node pod template of a
@@ -310,7 +310,7 @@ ROWS: list[Row] = [
         True,
         warns=False,
     ),
-    # Issue #15 (docs/rules.md) adds the param set's own failing condition (rdma-3: SubnetNotFound).
+    # The param sets' own state too (SPEC §13): rdma-1's is deleted, rdma-3's is SubnetNotFound.
     Row(
         "aicr rdma vs gb200, three broken pairs",
         (AICR_RDMA,),
@@ -327,7 +327,19 @@ ROWS: list[Row] = [
             "GNPDeleted",
             "DeviceModeMissing",
             "GNPParamsNotReady",
+            "GKENetworkParamSet rdma-1 does not exist",
+            "GKENetworkParamSet rdma-3: Ready=SubnetNotFound",
         ),
+    ),
+    Row(  # bound by name to a4x-gb200-rdma: the param set behind rdma-2 is NetDevice, not RDMA.
+        "aicr rdma vs gb200, rdma-2 param set NetDevice",
+        (AICR_RDMA,),
+        GB200_RDMA2_NETDEVICE,
+        CTR,
+        "torch-distributed-rdma",
+        False,
+        _codes("DeviceModeMismatch"),
+        text=("eth4->rdma-2", "deviceMode NetDevice", "profile a4x-gb200-rdma requires RDMA"),
     ),
     Row(
         "aicr rdma vs a3-mega cluster",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -14,7 +14,13 @@ from typing import Final
 import yaml
 
 from app.config import REPORTS_AUTO, Settings
-from app.domain.cluster import ClusterSnapshot, Unverifiable, snapshot_of
+from app.domain.cluster import (
+    PARAM_SETS_SKIPPED,
+    ClusterSnapshot,
+    Unverifiable,
+    describes_param_sets,
+    snapshot_of,
+)
 from app.domain.drift import EVERYTHING, DriftBook, Result
 from app.domain.fields import str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
@@ -75,13 +81,21 @@ def audit_snapshot(
     ]
 
 
-def audit_state(state: Path, settings: Settings, namespace: str | None) -> list[AuditResult]:
-    """The audit of a file state; raises ``StateFileError`` on unusable files."""
+def audit_state(
+    state: Path,
+    settings: Settings,
+    namespace: str | None,
+    note: Callable[[str], None] = lambda _: None,
+) -> list[AuditResult]:
+    """The audit of a file state; raises ``StateFileError`` on unusable files. ``note`` hears
+    what the state leaves unchecked."""
     snapshot = snapshot_of(
         (o.obj for o in iter_objects([state])),
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )
+    if not describes_param_sets(snapshot):
+        note(PARAM_SETS_SKIPPED)
     return audit_snapshot(snapshot, settings.policy, namespace)
 
 

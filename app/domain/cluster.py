@@ -8,13 +8,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
+from typing import Final, Protocol
 
 from app.domain.fields import JsonMap, as_map, map_at, str_at
 from app.domain.kinds import Kind, trainer_kind
-from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_from_object
+from app.domain.network import (
+    NETWORK_GROUP,
+    NETWORK_VERSION,
+    PARAM_SET_KIND,
+    Network,
+    ParamSet,
+    network_from_object,
+    param_set_from_object,
+)
 from app.domain.recipe import LoadYaml, Recipe, RecipeMissing, recipe_from_configmap
 from app.domain.template import slim_runtime
+from app.domain.verdict import shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +39,32 @@ class Networks:
 
     by_name: Mapping[str, Network]
     served: bool = True
+    param_sets: Mapping[str, ParamSet] | None = None
+    """GKENetworkParamSets by name; None when the view does not describe them (a file state
+    without any, or an API that is not served): their checks are then skipped."""
+
+    def problem(self, network: Network) -> str:
+        """Why ``network`` is not usable, its param set's part included; "" when it is."""
+        problem = network.problem
+        if self.param_sets is None or not network.param_set:
+            return problem
+        found = self.param_sets.get(network.param_set)
+        if found is None:
+            own = f"GKENetworkParamSet {shown(network.param_set)} does not exist"
+        elif found.problem:
+            own = f"GKENetworkParamSet {shown(found.name)}: {found.problem}"
+        else:
+            return problem
+        return f"{problem}; {own}" if problem else own
+
+    def usable(self, network: Network) -> bool:
+        """``problem(network) == ""``, without building the text (asked on every request)."""
+        if network.problem:
+            return False
+        if self.param_sets is None or not network.param_set:
+            return True
+        found = self.param_sets.get(network.param_set)
+        return found is not None and not found.problem
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -39,7 +74,7 @@ class Networks:
 
     @cached_property
     def usable_names(self) -> tuple[str, ...]:
-        return tuple(sorted(n.name for n in self.by_name.values() if n.usable))
+        return tuple(sorted(n.name for n in self.by_name.values() if self.usable(n)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +194,23 @@ def is_network(obj: object) -> bool:
     )
 
 
+PARAM_SETS_SKIPPED: Final = (
+    "the state holds no GKENetworkParamSet: the param-set checks (Ready, deviceMode) are skipped"
+)
+
+
+def describes_param_sets(view: ClusterSnapshot) -> bool:
+    """False when the view's Networks come without GKENetworkParamSets (SPEC §13)."""
+    networks = view.network_state
+    return not isinstance(networks, Networks) or networks.param_sets is not None
+
+
+def is_param_set(obj: object) -> bool:
+    return str_at(obj, "apiVersion") == f"{NETWORK_GROUP}/{NETWORK_VERSION}" and (
+        str_at(obj, "kind") == PARAM_SET_KIND
+    )
+
+
 def is_configmap(obj: object, name: ObjectName) -> bool:
     return (
         str_at(obj, "apiVersion") == "v1"
@@ -193,6 +245,7 @@ def snapshot_of(
     keeps only one object whole at a time.
     """
     networks: dict[str, Network] = {}
+    param_sets: dict[str, ParamSet] = {}
     runtimes: dict[RuntimeKey, JsonMap] = {}
     recipe: Recipe | RecipeMissing = RecipeMissing(ref=str(recipe_name))
     for obj in objects:
@@ -200,11 +253,17 @@ def snapshot_of(
             network = network_from_object(obj)
             if network is not None:
                 networks[network.name] = network
+        elif is_param_set(obj):
+            param_set = param_set_from_object(obj)
+            if param_set is not None:
+                param_sets[param_set.name] = param_set
         elif is_configmap(obj, recipe_name):
             recipe = recipe_of(as_map(obj) or {}, recipe_name, load_yaml)
         elif (entry := runtime_entry(obj)) is not None:
             runtimes[entry[0]] = slim_runtime(entry[1])
-    return ClusterSnapshot(Networks(by_name=networks), recipe, runtimes)
+    # A state without any param set does not describe them (SPEC §13): their checks are skipped.
+    described = param_sets or None
+    return ClusterSnapshot(Networks(by_name=networks, param_sets=described), recipe, runtimes)
 
 
 def with_runtimes(

@@ -16,16 +16,17 @@ from app.domain.cluster import ClusterView, RuntimeKey, Unverifiable, runtime_ke
 from app.domain.fields import FieldPath, JsonMap, map_at
 from app.domain.kinds import Guarded, Kind, runtime_ref_of
 from app.domain.policy import Policy, Protect
+from app.domain.profiles import Binding, binding_of
 from app.domain.recipe import Recipe
 from app.domain.rules import cannot_decide
-from app.domain.rules.networks import network_findings, network_view
+from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
 from app.domain.rules.protect import (
     network_deletion,
     param_set_deletion,
     recipe_deletion,
     recipe_write,
 )
-from app.domain.rules.recipe import recipe_candidate, recipe_divergence, recorded_mapping, unwired
+from app.domain.rules.recipe import Expected, expected_mapping, recipe_divergence, unwired
 from app.domain.rules.structure import structure_of
 from app.domain.template import (
     LAUNCHER_JOB,
@@ -207,7 +208,7 @@ def evaluate_object(
     out = VerdictBuilder()
     _evaluate_templates(
         subjects,
-        candidate=recipe_candidate(kind, obj, policy),
+        binding=binding_of(kind, obj, policy),
         view=view,
         policy=policy,
         out=out,
@@ -255,26 +256,34 @@ def _evaluate_trainjob(
         )
         for t in wired_templates(runtime)
     )
-    candidate = recipe_candidate(runtime_kind, runtime, policy)
-    _evaluate_templates(subjects, candidate=candidate, view=view, policy=policy, out=out)
+    # A TrainJob is held to its runtime's profile.
+    binding = binding_of(runtime_kind, runtime, policy)
+    _evaluate_templates(subjects, binding=binding, view=view, policy=policy, out=out)
     return Evaluation(out.build(), (ref, *(s.wiring.fingerprint() for s in subjects)))
 
 
 def _evaluate_templates(
     subjects: tuple[_Subject, ...],
     *,
-    candidate: bool,
+    binding: Binding,
     view: ClusterView,
     policy: Policy,
     out: VerdictBuilder,
 ) -> None:
     """Every rule on every wired template; findings name the job when there are several."""
-    recorded = recorded_mapping(subjects[0].wiring, view, policy, out) if candidate else None
+    if binding.warning:
+        out.note(binding.warning)
+    profile = binding.profile
+    expected = (
+        None
+        if profile is None
+        else expected_mapping(profile, subjects[0].wiring, view, policy, out)
+    )
     named = len(subjects) > 1
     checked: list[tuple[Wiring, tuple[InterfaceRef, ...], VerdictBuilder]] = []
     for subject in subjects:
         scoped = out.scoped(f"{subject.job} job: " if named else "")
-        secondaries = _evaluate_template(subject, recorded, recipe_ref=out.recipe, out=scoped)
+        secondaries = _evaluate_template(subject, expected, out=scoped)
         if secondaries is not None:
             checked.append((subject.wiring, secondaries, scoped))
     if not checked:
@@ -285,20 +294,21 @@ def _evaluate_templates(
         return
     for wiring, secondaries, scoped in checked:
         network_findings(wiring, secondaries, networks, policy, scoped)
+        # Bound (for the recipe's profile: while the recipe delivers), the param sets' modes.
+        if profile is not None and expected is not None:
+            mismatch = device_mode_mismatch(wiring, secondaries, networks, profile)
+            if mismatch is not None:
+                scoped.deny(mismatch)
 
 
 def _evaluate_template(
-    subject: _Subject,
-    recorded: tuple[InterfaceRef, ...] | None,
-    *,
-    recipe_ref: str,
-    out: VerdictBuilder,
+    subject: _Subject, expected: Expected | None, *, out: VerdictBuilder
 ) -> tuple[InterfaceRef, ...] | None:
-    """Structure and recipe rules of one template; its secondaries when Networks are next."""
+    """Structure and binding rules of one template; its secondaries when Networks are next."""
     wiring = subject.wiring
     if not wiring.wired:
-        if recorded is not None:
-            out.deny(unwired(subject.job, subject.wiring, subject.missing))
+        if expected is not None:
+            out.deny(unwired(subject.job, subject.wiring, subject.missing, expected))
         return None
     structure = structure_of(wiring)
     for violation in structure.violations:
@@ -308,10 +318,8 @@ def _evaluate_template(
     for position, entry in enumerate(structure.secondaries, start=1):
         if entry.interface is not None:
             out.note(f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked")
-    if recorded is not None:
-        divergence = recipe_divergence(
-            wiring, structure.secondaries, recorded, recipe_ref=recipe_ref
-        )
+    if expected is not None:
+        divergence = recipe_divergence(wiring, structure.secondaries, expected)
         if divergence is not None:
             out.deny(divergence)
     return structure.secondaries

@@ -1,7 +1,9 @@
-"""GKE ``Network`` objects (``networks.networking.gke.io/v1``) and when one is usable.
+"""GKE ``Network`` objects (``networks.networking.gke.io/v1``), their GKENetworkParamSets, and
+when a Network is usable.
 
 Usable = condition Ready True, condition ParamsReady True, and spec.parametersRef.kind is
-GKENetworkParamSet: AICR gkenet's ``Bound()``, "the single definition of usable by a workload".
+GKENetworkParamSet: AICR gkenet's ``Bound()``, "the single definition of usable by a workload";
+and (SPEC §13, as AICR's GB200 health check reads them) that param set exists and is Ready.
 """
 
 from __future__ import annotations
@@ -31,6 +33,29 @@ class Network:
         return not self.problem
 
 
+@dataclass(frozen=True, slots=True)
+class ParamSet:
+    """A GKENetworkParamSet: its name, why it is not Ready ("" when it is), its device mode."""
+
+    name: str
+    problem: str = ""
+    device_mode: str = ""
+    """``spec.deviceMode`` (``NetDevice``, ``RDMA``, ``DPDK-VFIO``), "" when unset."""
+
+
+def param_set_from_object(obj: object) -> ParamSet | None:
+    """Convert a GKENetworkParamSet object; None when it has no name."""
+    name = str_at(obj, "metadata", "name")
+    if not name:
+        return None
+    ready = _latest(obj, ("Ready",)).get("Ready")
+    return ParamSet(
+        name=name,
+        problem=_condition_problem("Ready", ready),
+        device_mode=str_at(obj, "spec", "deviceMode") or "",
+    )
+
+
 def network_from_object(obj: object) -> Network | None:
     """Convert a Network object; None when it has no name."""
     name = str_at(obj, "metadata", "name")
@@ -41,17 +66,22 @@ def network_from_object(obj: object) -> Network | None:
     return Network(name=name, problem="; ".join(_problems(obj)), param_set=param_set or "")
 
 
+def _latest(obj: object, kinds: tuple[str, ...]) -> dict[str, dict[str, object]]:
+    """The last condition of each of ``kinds`` in ``status.conditions`` (later duplicates win)."""
+    latest: dict[str, dict[str, object]] = {}
+    for item in as_list((map_at(obj, "status") or {}).get("conditions")) or ():
+        condition = as_map(item)
+        if condition is not None and condition.get("type") in kinds:
+            latest[str(condition["type"])] = dict(condition)
+    return latest
+
+
 def _problems(obj: object) -> list[str]:
     problems = []
-    conditions = as_list((map_at(obj, "status") or {}).get("conditions"))
-    if not conditions:
+    if not as_list((map_at(obj, "status") or {}).get("conditions")):
         problems.append("no status.conditions reported")
     else:
-        latest: dict[str, dict[str, object]] = {}
-        for item in conditions:
-            condition = as_map(item)
-            if condition is not None and condition.get("type") in _CONDITIONS:
-                latest[str(condition["type"])] = dict(condition)  # later duplicates win
+        latest = _latest(obj, _CONDITIONS)
         problems.extend(_condition_problem(kind, latest.get(kind)) for kind in _CONDITIONS)
     if str_at(obj, "spec", "parametersRef", "kind") != PARAM_SET_KIND:
         problems.append(f"spec.parametersRef does not name a {PARAM_SET_KIND}")

@@ -7,7 +7,9 @@ from enum import StrEnum
 from typing import Final
 
 DEFAULT_RECIPE_RUNTIMES: Final = frozenset({"torch-distributed-tcpxo"})
+DEFAULT_RDMA_RUNTIMES: Final = frozenset({"torch-distributed-rdma"})
 RECIPE_BOUND_LABEL: Final = "nicguard.dev/recipe-bound"
+PROFILE_LABEL: Final = "nicguard.dev/profile"
 
 
 class NotReady(StrEnum):
@@ -37,6 +39,7 @@ class Policy:
     """Verdict-shaping settings; defaults are documented in docs/configuration.md."""
 
     recipe_runtimes: frozenset[str] = field(default=DEFAULT_RECIPE_RUNTIMES)
+    rdma_runtimes: frozenset[str] = field(default=DEFAULT_RDMA_RUNTIMES)
     not_ready: NotReady = NotReady.DENY
     recipe_required: bool = True
     on_unverifiable: OnUnverifiable = OnUnverifiable.DENY

@@ -14,7 +14,7 @@ from typing import Final
 
 from app.domain.annotation import WIRING_KEYS
 from app.domain.fields import FieldPath, JsonMap, as_list, as_map, map_at, value_at
-from app.domain.policy import RECIPE_BOUND_LABEL
+from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL
 
 NODE_JOB: Final = "node"
 LAUNCHER_JOB: Final = "launcher"
@@ -89,6 +89,7 @@ def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMis
 
 
 _METADATA: Final = ("name", "namespace", "resourceVersion")
+_BINDING_LABELS: Final = (RECIPE_BOUND_LABEL, PROFILE_LABEL)
 _SHARED_SPECS: Final = 1024
 
 
@@ -104,8 +105,10 @@ def slim_runtime(runtime: JsonMap) -> JsonMap:
     if "namespace" in kept:
         kept["namespace"] = _shared(kept["namespace"])
     labels = map_at(metadata, "labels")
-    if labels is not None and RECIPE_BOUND_LABEL in labels:
-        kept["labels"] = {RECIPE_BOUND_LABEL: _shared(labels[RECIPE_BOUND_LABEL])}
+    if labels is not None:
+        bound = {key: _shared(labels[key]) for key in _BINDING_LABELS if key in labels}
+        if bound:
+            kept["labels"] = bound
     slim: dict[str, object] = {
         key: _shared(runtime[key]) for key in ("apiVersion", "kind") if key in runtime
     }

@@ -23,6 +23,8 @@ class Code(StrEnum):
     NETWORK_RESERVED = "NetworkReserved"
     NODE_JOB_MISSING = "NodeJobMissing"
     MAPPING_DIVERGES_FROM_RECIPE = "MappingDivergesFromRecipe"
+    MAPPING_DIVERGES_FROM_PROFILE = "MappingDivergesFromProfile"
+    DEVICE_MODE_MISMATCH = "DeviceModeMismatch"
     NETWORK_NOT_FOUND = "NetworkNotFound"
     NETWORK_NOT_READY = "NetworkNotReady"
     NETWORK_API_NOT_SERVED = "NetworkAPINotServed"

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
 
@@ -27,7 +27,14 @@ from app.domain.cluster import (
 from app.domain.drift import EVERYTHING, Change
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
-from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, Network, network_from_object
+from app.domain.network import (
+    NETWORK_GROUP,
+    NETWORK_VERSION,
+    Network,
+    ParamSet,
+    network_from_object,
+    param_set_from_object,
+)
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.template import slim_runtime
 from app.kube.client import ApiListWatch, get_json
@@ -36,6 +43,7 @@ from app.kube.watch_cache import DEFAULT_PACING, CacheState, ListWatch, Pacing, 
 from app.statefiles import load_yaml
 
 NETWORK_PLURAL: Final = "networks"
+PARAM_SET_PLURAL: Final = "gkenetworkparamsets"
 RUNTIME_GET_SECONDS: Final = 1.0
 CLUSTER_RUNTIME_PLURAL: Final = "clustertrainingruntimes"
 RUNTIME_PLURAL: Final = "trainingruntimes"
@@ -54,6 +62,8 @@ class Sources:
     cluster_runtimes: ListWatch
     runtimes: ListWatch
     get_runtime: Callable[[Kind, str, str], object] | None = None
+    param_sets: ListWatch | None = None
+    """GKENetworkParamSets; None: the view does not describe them (their checks are skipped)."""
 
 
 class KubeClusterView:
@@ -87,7 +97,25 @@ class KubeClusterView:
         self._runtimes = _runtime_cache(
             Kind.TRAINING_RUNTIME, RUNTIME_PLURAL, sources.runtimes, pacing
         )
-        self._all = (self._networks, self._recipe, self._cluster_runtimes, self._runtimes)
+        self._param_sets = (
+            None
+            if sources.param_sets is None
+            else WatchCache[str, ParamSet](
+                name="gkenetworkparamsets",
+                resource=f"{PARAM_SET_PLURAL}.{NETWORK_GROUP}",
+                source=sources.param_sets,
+                key=_name,
+                convert=param_set_from_object,
+                pacing=pacing,
+            )
+        )
+        caches: tuple[WatchCache[Any, Any], ...] = (
+            self._networks,
+            self._recipe,
+            self._cluster_runtimes,
+            self._runtimes,
+        )
+        self._all = caches if self._param_sets is None else (*caches, self._param_sets)
 
     @classmethod
     def from_api_client(
@@ -119,6 +147,9 @@ class KubeClusterView:
                 trim=slim_runtime,
             ),
             get_runtime=partial(_get_runtime, CustomObjectsApi(_one_attempt(api_client))),
+            param_sets=ApiListWatch(
+                partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, PARAM_SET_PLURAL)
+            ),
         )
         return cls(sources, recipe_name=recipe_name, pacing=pacing)
 
@@ -126,7 +157,14 @@ class KubeClusterView:
         state = self._networks.state
         if not state.synced:
             return _unverifiable(self._networks.name, state.error)
-        return Networks(by_name=state.items, served=state.served)
+        if self._param_sets is None:
+            return Networks(by_name=state.items, served=state.served)
+        sets = self._param_sets.state
+        if not sets.synced:
+            return _unverifiable(self._param_sets.name, sets.error)
+        # An API that is not served describes no param set: their checks are skipped.
+        described = sets.items if sets.served else None
+        return Networks(by_name=state.items, served=state.served, param_sets=described)
 
     def recipe(self) -> Recipe | RecipeMissing | Unverifiable:
         state = self._recipe.state
@@ -178,7 +216,19 @@ class KubeClusterView:
         def runtimes(keys: frozenset[RuntimeKey] | None) -> None:
             listener(EVERYTHING if keys is None else Change(runtimes=keys))
 
+        def param_sets(names: frozenset[str] | None) -> None:
+            if names is None:
+                listener(EVERYTHING)
+                return
+            # A param set matters through the Networks that reference it.
+            using = self._networks.state.items.values()
+            named = frozenset(n.name for n in using if n.param_set in names)
+            if named:
+                listener(Change(networks=named))
+
         self._networks.subscribe(networks)
+        if self._param_sets is not None:
+            self._param_sets.subscribe(param_sets)
         self._recipe.subscribe(recipe)
         self._cluster_runtimes.subscribe(runtimes)
         self._runtimes.subscribe(runtimes)

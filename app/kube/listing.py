@@ -20,11 +20,21 @@ from app.domain.cluster import (
 )
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
-from app.domain.network import NETWORK_GROUP, NETWORK_VERSION, network_from_object
+from app.domain.network import (
+    NETWORK_GROUP,
+    NETWORK_VERSION,
+    network_from_object,
+    param_set_from_object,
+)
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.template import slim_runtime
 from app.kube.client import ApiListWatch, ListCall
-from app.kube.cluster_view import CLUSTER_RUNTIME_PLURAL, NETWORK_PLURAL, RUNTIME_PLURAL
+from app.kube.cluster_view import (
+    CLUSTER_RUNTIME_PLURAL,
+    NETWORK_PLURAL,
+    PARAM_SET_PLURAL,
+    RUNTIME_PLURAL,
+)
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
 from app.statefiles import load_yaml
 
@@ -53,7 +63,10 @@ def list_snapshot(
     only that namespace can still audit it."""
     custom, core = CustomObjectsApi(api_client), CoreV1Api(api_client)
     list_cluster = custom.list_cluster_custom_object
-    networks = _networks(partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL))
+    networks = _networks(
+        partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL),
+        partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, PARAM_SET_PLURAL),
+    )
     configmaps = _listed(
         f"list configmaps in namespace {recipe_name.namespace}",
         # The field selector makes this the LIST of the one ConfigMap, as the recipe cache does.
@@ -72,17 +85,29 @@ def list_snapshot(
     return ClusterSnapshot(networks, _recipe(configmaps, recipe_name), runtimes)
 
 
-def _networks(call: ListCall) -> Networks:
-    with read_failures(f"list {NETWORK_PLURAL}.{NETWORK_GROUP}"):
+def _networks(call: ListCall, param_sets: ListCall) -> Networks:
+    # A cluster without GKE multi-networking: not served, as the watch cache concludes.
+    items = _served(f"list {NETWORK_PLURAL}.{NETWORK_GROUP}", call)
+    if items is None:
+        return Networks(by_name={}, served=False)
+    found = (network_from_object(item) for item in items)
+    sets = _served(f"list {PARAM_SET_PLURAL}.{NETWORK_GROUP}", param_sets)
+    described = None if sets is None else (param_set_from_object(item) for item in sets)
+    return Networks(
+        by_name={n.name: n for n in found if n is not None},
+        param_sets=None if described is None else {s.name: s for s in described if s is not None},
+    )
+
+
+def _served(what: str, call: ListCall) -> Sequence[JsonMap] | None:
+    """The items, or None when the API answers NotFound (not served)."""
+    with read_failures(what):
         try:
-            items = ApiListWatch(call).list().items
+            return ApiListWatch(call).list().items
         except ApiException as error:
             if status_of(error) != NOT_FOUND:
                 raise
-            # A cluster without GKE multi-networking: not served, as the watch cache concludes.
-            return Networks(by_name={}, served=False)
-    found = (network_from_object(item) for item in items)
-    return Networks(by_name={n.name: n for n in found if n is not None})
+            return None
 
 
 def _runtime_lists(

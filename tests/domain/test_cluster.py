@@ -9,16 +9,25 @@ from app.domain.cluster import (
     Networks,
     ObjectName,
     Unverifiable,
+    describes_param_sets,
     runtime_key,
     snapshot_of,
     with_runtimes,
 )
 from app.domain.kinds import Kind, trainer_kind
-from app.domain.network import Network
+from app.domain.network import Network, ParamSet
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.template import slim_runtime
 from app.statefiles import load_yaml
-from tests.builders import RECIPE_NAME, configmap, network, plain_recipe, runtime, trainjob
+from tests.builders import (
+    RECIPE_NAME,
+    configmap,
+    network,
+    param_set,
+    plain_recipe,
+    runtime,
+    trainjob,
+)
 
 
 def _snapshot(*objects: object) -> ClusterSnapshot:
@@ -189,3 +198,34 @@ def test_a_cluster_training_runtime_key_ignores_the_namespace(
     kind: Kind, namespace: str, expected: tuple[Kind, str, str]
 ) -> None:
     assert runtime_key(kind, namespace, "n") == expected
+
+
+def test_a_state_describes_param_sets_only_when_it_holds_some() -> None:
+    gnp = {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": "gpu-nic-0"},
+        "spec": {"deviceMode": "NetDevice"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    nameless = {**gnp, "metadata": {}}
+    described = snapshot_of(
+        [network("gpu-nic-0"), gnp, nameless], recipe_name=RECIPE_NAME, load_yaml=load_yaml
+    )
+    assert isinstance(described.network_state, Networks)
+    assert described.network_state.param_sets == {
+        "gpu-nic-0": ParamSet("gpu-nic-0", "", "NetDevice")
+    }
+    silent = snapshot_of([network("gpu-nic-0")], recipe_name=RECIPE_NAME, load_yaml=load_yaml)
+    assert isinstance(silent.network_state, Networks)
+    assert silent.network_state.param_sets is None  # not described: their checks are skipped
+
+
+def test_only_networks_without_param_sets_leave_their_checks_undescribed() -> None:
+    described = snapshot_of(
+        [network("gpu-nic-0"), param_set("gpu-nic-0")], recipe_name=RECIPE_NAME, load_yaml=load_yaml
+    )
+    silent = snapshot_of([network("gpu-nic-0")], recipe_name=RECIPE_NAME, load_yaml=load_yaml)
+    unknown = ClusterSnapshot(Unverifiable("networks cache not synced"), RecipeMissing(ref="x"), {})
+    assert (describes_param_sets(described), describes_param_sets(silent)) == (True, False)
+    assert describes_param_sets(unknown)  # nothing to skip: the rules say it cannot decide

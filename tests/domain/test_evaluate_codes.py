@@ -14,9 +14,12 @@ from app.domain.policy import Policy
 from app.domain.verdict import Code
 from tests.builders import (
     DEFAULT_INTERFACE,
+    GB200_PAIRS,
     INTERFACES,
     PAIRS,
+    RDMA_RUNTIME,
     codes,
+    gb200,
     network,
     review,
     runtime,
@@ -37,7 +40,19 @@ def _annotated(value: str, default: str = "eth0") -> JsonMap:
     return runtime("plain", annotations={INTERFACES: value, DEFAULT_INTERFACE: default})
 
 
+SWAPPED_RDMA = (GB200_PAIRS[0], GB200_PAIRS[1], GB200_PAIRS[3], GB200_PAIRS[2], GB200_PAIRS[4])
+
 CASES = {
+    Code.MAPPING_DIVERGES_FROM_PROFILE: Case(
+        runtime(RDMA_RUNTIME, annotations=wired(SWAPPED_RDMA)),
+        gb200(),
+        ("MappingDivergesFromProfile",),
+    ),
+    Code.DEVICE_MODE_MISMATCH: Case(
+        runtime(RDMA_RUNTIME, annotations=wired(GB200_PAIRS)),
+        gb200(modes={"rdma-2": "NetDevice"}),
+        ("DeviceModeMismatch",),
+    ),
     Code.INTERFACES_ANNOTATION_MISSING: Case(
         runtime(), snapshot(), ("InterfacesAnnotationMissing",)
     ),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.network import Network, network_from_object
+from app.domain.cluster import Networks
+from app.domain.network import Network, ParamSet, network_from_object, param_set_from_object
 from tests.builders import condition, network
 
 
@@ -114,3 +115,110 @@ def test_a_network_knows_the_param_set_it_references(param_kind: str | None, exp
     found = network_from_object(network("gpu-nic-0", param_kind=param_kind))
     assert found is not None
     assert found.param_set == expected
+
+
+# -- GKENetworkParamSets (SPEC §13) -------------------------------------------------------------
+
+
+def param_set(
+    name: str = "rdma-0",
+    *,
+    mode: str | None = "RDMA",
+    conditions: list[dict[str, str]] | None = None,
+) -> dict[str, object]:
+    spec: dict[str, object] = {"vpc": "v", "vpcSubnet": "s"}
+    if mode is not None:
+        spec["deviceMode"] = mode
+    obj: dict[str, object] = {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    if conditions is not None:
+        obj["status"] = {"networkName": name, "conditions": conditions}
+    return obj
+
+
+READY = {"type": "Ready", "status": "True", "reason": "GNPReady", "message": ""}
+SUBNET = {"type": "Ready", "status": "False", "reason": "SubnetNotFound", "message": "no subnet s"}
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        pytest.param(param_set(conditions=[READY]), ParamSet("rdma-0", "", "RDMA"), id="ready"),
+        pytest.param(
+            param_set(mode="NetDevice", conditions=[SUBNET]),
+            ParamSet("rdma-0", "Ready=SubnetNotFound: no subnet s", "NetDevice"),
+            id="not-ready-with-reason",
+        ),
+        pytest.param(
+            param_set(mode=None, conditions=[SUBNET, READY]),
+            ParamSet("rdma-0", "", ""),
+            id="later-duplicate-wins-no-mode",
+        ),
+        pytest.param(
+            param_set(conditions=[]),
+            ParamSet("rdma-0", "no Ready condition reported", "RDMA"),
+            id="no-conditions",
+        ),
+        pytest.param(
+            param_set(conditions=None),
+            ParamSet("rdma-0", "no Ready condition reported", "RDMA"),
+            id="no-status",
+        ),
+        pytest.param({"metadata": {}}, None, id="no-name"),
+    ],
+)
+def test_a_param_set_is_its_name_readiness_and_device_mode(
+    obj: object, expected: ParamSet | None
+) -> None:
+    assert param_set_from_object(obj) == expected
+
+
+def described(*sets: ParamSet) -> Networks:
+    networks = {
+        name: Network(name=name, param_set=name) for name in ("gvnic-1", "rdma-0", "rdma-1")
+    }
+    networks["plain"] = Network(name="plain")  # names no param set (its own problem says so)
+    return Networks(by_name=networks, param_sets={s.name: s for s in sets})
+
+
+@pytest.mark.parametrize(
+    ("networks", "name", "problem"),
+    [
+        pytest.param(described(ParamSet("rdma-0")), "rdma-0", "", id="ready"),
+        pytest.param(
+            described(ParamSet("rdma-0", "Ready=SubnetNotFound: gone")),
+            "rdma-0",
+            "GKENetworkParamSet rdma-0: Ready=SubnetNotFound: gone",
+            id="param-set-not-ready",
+        ),
+        pytest.param(
+            described(), "rdma-1", "GKENetworkParamSet rdma-1 does not exist", id="absent"
+        ),
+        pytest.param(
+            Networks(by_name={"rdma-1": Network(name="rdma-1", param_set="rdma-1")}),
+            "rdma-1",
+            "",
+            id="param-sets-not-described",
+        ),
+        pytest.param(described(), "plain", "", id="no-param-set-named"),
+    ],
+)
+def test_a_network_is_usable_only_with_its_param_set_ready(
+    networks: Networks, name: str, problem: str
+) -> None:
+    network = networks.by_name[name]
+    assert networks.problem(network) == problem
+    assert networks.usable(network) is (not problem)
+
+
+def test_both_problems_are_said_when_network_and_param_set_fail() -> None:
+    network = Network(name="rdma-0", problem="Ready=ParamsNotReady", param_set="rdma-0")
+    networks = Networks(by_name={"rdma-0": network}, param_sets={})
+    assert networks.problem(network) == (
+        "Ready=ParamsNotReady; GKENetworkParamSet rdma-0 does not exist"
+    )
+    assert networks.usable_names == ()

@@ -19,6 +19,8 @@ def test_the_violation_codes_are_exactly_the_spec_list() -> None:
         "NetworkReserved",
         "NodeJobMissing",
         "MappingDivergesFromRecipe",
+        "MappingDivergesFromProfile",
+        "DeviceModeMismatch",
         "NetworkNotFound",
         "NetworkNotReady",
         "NetworkAPINotServed",

@@ -32,11 +32,10 @@ from tests.e2e.objects import (
     Obj,
     conditions,
     load,
-    network,
     runtime,
 )
 from tests.e2e.procs import tool, wait_until
-from tests.e2e.stack import Stack
+from tests.e2e.stack import Stack, ready_network
 from tests.e2e.state import NETWORKS, Run, checked, create_namespace, set_status
 from tests.e2e.webhook import Nicguard
 
@@ -395,8 +394,7 @@ class Barrier:
     def create(self) -> Barrier:
         plane = self.stack.plane
         create_namespace(plane, self.namespace)
-        checked(self.stack.apply(network(self.network), who="admin"), "creating the Network")
-        set_status(plane, NETWORKS, self.network, conditions(ready=True))
+        ready_network(self.stack, self.network)
         obj = runtime(self.ref[2], namespace=self.namespace, pairs=[("eth1", self.network)])
         # A denial has no side effect: apply until nicguard's cache holds the new Network.
         wait_until(

@@ -1,4 +1,5 @@
-"""Trainer and Network objects for the e2e tier, built from ``examples/`` with fresh names.
+"""Trainer, Network and GKENetworkParamSet objects for the e2e tier, built from ``examples/``
+with fresh names.
 
 ClusterTrainingRuntimes are cluster-scoped and never deleted (no garbage collector), so every
 test names its own; ``recipe_bound=True`` adds the label that binds any runtime to the recipe.
@@ -23,6 +24,8 @@ from tests.e2e.controlplane import ROOT
 EXAMPLES: Final = ROOT / "examples"
 TRAINER: Final = "trainer.kubeflow.org/v1alpha1"
 INTERFACES: Final = "networking.gke.io/interfaces"
+NETWORK_KIND: Final = "Network"
+PARAM_SET_KIND: Final = "GKENetworkParamSet"
 RECIPE_BOUND: Final = "nicguard.dev/recipe-bound"
 WEBHOOK: Final = "validate.nicguard.dev"
 DENIED: Final = f'admission webhook "{WEBHOOK}" denied the request: '
@@ -155,11 +158,26 @@ def for_trainer(job: Obj, trainer: Trainer) -> Obj:
 
 
 def network(name: str) -> Obj:
-    """A Device Network like the examples' (its status goes through the subresource)."""
-    obj = strip(load("cluster/networks.yaml")[1])
+    """A Device Network like the examples', on the GKENetworkParamSet of the same name (its
+    status goes through the subresource; ``param_set(name)`` is what it references)."""
+    obj = strip(_example_doc(NETWORK_KIND))
     obj["metadata"] = {"name": name}
     obj["spec"]["parametersRef"]["name"] = name
     return obj
+
+
+def param_set(name: str, mode: str = "NetDevice") -> Obj:
+    """A GKENetworkParamSet like the examples', its own VPC subnet, ``spec.deviceMode`` ``mode``
+    (its status goes through the subresource: ``param_set_status``)."""
+    obj = strip(_example_doc(PARAM_SET_KIND))
+    obj["metadata"] = {"name": name}
+    obj["spec"] |= {"vpcSubnet": f"subnet-{name}", "deviceMode": mode}
+    return obj
+
+
+def _example_doc(kind: str) -> Obj:
+    """The first document of ``kind`` in ``examples/cluster/networks.yaml`` (with its status)."""
+    return next(doc for doc in load("cluster/networks.yaml", raw=True) if doc["kind"] == kind)
 
 
 def conditions(*, ready: bool, reason: str = "", message: str = "") -> Obj:
@@ -176,6 +194,23 @@ def conditions(*, ready: bool, reason: str = "", message: str = "") -> Obj:
             }
             for kind in ("Ready", "ParamsReady")
         ]
+    }
+
+
+def param_set_status(network_name: str, *, ready: bool, reason: str = "", message: str = "") -> Obj:
+    """A GKENetworkParamSet ``status`` as GKE writes it: the Network it backs, condition Ready
+    ``ready`` (reason ``GNPReady`` when True)."""
+    return {
+        "networkName": network_name,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "reason": reason or ("GNPReady" if ready else "GNPNotReady"),
+                "message": message,
+                "lastTransitionTime": "2026-11-02T09:14:01Z",
+            }
+        ],
     }
 
 

@@ -24,11 +24,14 @@ from tests.e2e.objects import (
     for_trainer,
     load,
     network,
+    param_set,
+    param_set_status,
     runtime,
     unique,
 )
 from tests.e2e.state import (
     NETWORKS,
+    PARAM_SETS,
     RECIPE,
     Run,
     apply_networks,
@@ -155,11 +158,23 @@ def wait_for_runtime(stack: Stack) -> None:
     )
 
 
+def ready_network(where: Stack | ControlPlane, name: str, *, mode: str = "NetDevice") -> None:
+    """Device Network ``name`` and its GKENetworkParamSet (``spec.deviceMode`` ``mode``) as GKE
+    leaves them once set up: both created by admin, then the param set Ready (its
+    ``networkName`` set) and the Network Ready and ParamsReady, each through the subresource.
+    nicguard's caches follow by watch: poll before relying on it."""
+    plane = where.plane if isinstance(where, Stack) else where
+    both = as_list([param_set(name, mode), network(name)])
+    checked(plane.kubectl("admin", "apply", "-f", "-", input=both), f"creating Network {name}")
+    set_status(plane, PARAM_SETS, name, param_set_status(name, ready=True))
+    set_status(plane, NETWORKS, name, conditions(ready=True))
+
+
 def network_backed_runtime(stack: Stack, namespace: str) -> tuple[str, str]:
-    """A ready Network of its own and a TrainingRuntime using it at eth8, both admitted."""
+    """A ready Network of its own (``ready_network``) and a TrainingRuntime using it at eth8,
+    both admitted."""
     net = unique("gpu-nic-own")
-    checked(stack.apply(network(net), who="admin"), "creating the Network")
-    set_status(stack.plane, NETWORKS, net, conditions(ready=True))
+    ready_network(stack, net)
     name = unique("torch-tcpxo")
     obj = runtime(name, namespace=namespace, pairs=[*RECIPE_PAIRS[:7], ("eth8", net)])
     # A denial has no side effect, so applying until nicguard's cache holds the Network is safe.

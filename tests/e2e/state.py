@@ -1,6 +1,7 @@
 """Cluster state for the e2e tier: CRDs, test RBAC, the example Networks and recipe, polling.
 
-Everything is written as ``admin``; Network conditions go through the ``status`` subresource.
+Everything is written as ``admin``; the conditions of Networks and of their GKENetworkParamSets go
+through the ``status`` subresource, as GKE writes them.
 The CRDs are upstream's, unmodified (``tests/e2e/crds/*/``, each file names its source): the
 GKE networking API and one Kubeflow Trainer release per control plane, and on request the policy
 report APIs (OpenReports ``openreports.io``, the Policy WG's ``wgpolicyk8s.io``).
@@ -15,12 +16,23 @@ from pathlib import Path
 from typing import Final
 
 from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.objects import TRAINER_V2_3, Obj, Trainer, as_list, load
+from tests.e2e.objects import (
+    NETWORK_KIND,
+    PARAM_SET_KIND,
+    TRAINER_V2_3,
+    Obj,
+    Trainer,
+    as_list,
+    load,
+)
 from tests.e2e.procs import wait_until
 
 CRDS: Final = ROOT / "tests" / "e2e" / "crds"
 NETWORK_API_CRDS: Final = CRDS / "gke-networking"
 NETWORKS: Final = "networks.networking.gke.io"
+PARAM_SETS: Final = "gkenetworkparamsets.networking.gke.io"
+# The resource of each kind of examples/cluster/networks.yaml, for ``set_status``.
+NETWORK_RESOURCES: Final = {NETWORK_KIND: NETWORKS, PARAM_SET_KIND: PARAM_SETS}
 # Report CRD sets, each a directory of ``CRDS``: OpenReports (Report, ClusterReport) and the
 # Policy WG's (PolicyReport, ClusterPolicyReport; one file serves v1alpha1, v1alpha2, v1beta1).
 REPORT_APIS: Final = ("openreports", "wgpolicyk8s")
@@ -125,12 +137,14 @@ def set_status(
 
 
 def apply_networks(plane: ControlPlane) -> None:
-    """``examples/cluster/networks.yaml``: specs by apply, then each status by the subresource."""
+    """``examples/cluster/networks.yaml``: specs by apply, then each status (GKENetworkParamSets
+    and Networks, in file order: each param set before its Network) by the subresource."""
     raw = load("cluster/networks.yaml")
     checked(plane.kubectl("admin", "apply", "-f", "-", input=as_list(raw)), "applying Networks")
     for doc in load("cluster/networks.yaml", raw=True):
-        if doc.get("kind") == "Network" and "status" in doc:
-            set_status(plane, NETWORKS, doc["metadata"]["name"], doc["status"])
+        if "status" in doc:
+            resource = NETWORK_RESOURCES[doc["kind"]]
+            set_status(plane, resource, doc["metadata"]["name"], doc["status"])
 
 
 def apply_recipe(plane: ControlPlane) -> str:

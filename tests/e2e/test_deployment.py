@@ -81,6 +81,8 @@ ALLOWED = [
     ("get", "validatingwebhookconfigurations.admissionregistration.k8s.io/nicguard"),
     ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/nicguard"),
     ("watch", "networks.networking.gke.io"),
+    ("list", "gkenetworkparamsets.networking.gke.io"),
+    ("watch", "gkenetworkparamsets.networking.gke.io"),
     ("list", "clustertrainingruntimes.trainer.kubeflow.org"),
     ("get", "configmaps/nicguard-recipe"),
 ]
@@ -96,6 +98,8 @@ DENIED = [
     ("delete", "validatingwebhookconfigurations.admissionregistration.k8s.io/nicguard"),
     ("create", "validatingwebhookconfigurations.admissionregistration.k8s.io"),
     ("update", "configmaps/nicguard-recipe"),
+    ("delete", "gkenetworkparamsets.networking.gke.io"),
+    ("update", "gkenetworkparamsets.networking.gke.io"),
 ]
 
 

@@ -11,10 +11,17 @@ import pytest
 import yaml
 
 from tests.e2e import expect
-from tests.e2e.objects import RECIPE_PAIRS, as_list, conditions, network, unique, with_pairs
+from tests.e2e.objects import RECIPE_PAIRS, as_list, param_set, unique, with_pairs
 from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, network_backed_runtime, populate, running, wait_for_recipe
-from tests.e2e.state import NETWORKS, RECIPE, checked, set_status
+from tests.e2e.stack import (
+    Stack,
+    network_backed_runtime,
+    populate,
+    ready_network,
+    running,
+    wait_for_recipe,
+)
+from tests.e2e.state import NETWORKS, PARAM_SETS, RECIPE, checked
 
 pytestmark = pytest.mark.e2e
 
@@ -81,7 +88,7 @@ def test_deleting_networks_in_bulk_removes_only_the_unused_ones(
     used, runtime_name = network_backed_runtime(stack, namespace)
     spare = [unique("gpu-nic-spare") for _ in range(2)]
     for name in spare:
-        checked(stack.apply(network(name), who="admin"), "creating a spare Network")
+        ready_network(stack, name)  # ready, but no runtime names it
     for name in (used, *spare):
         checked(stack.kubectl("label", NETWORKS, name, f"batch={batch}", who="admin"), "labelling")
     run = stack.kubectl("delete", NETWORKS, "-l", f"batch={batch}")
@@ -98,23 +105,17 @@ def test_deleting_the_param_set_behind_an_in_use_network_is_refused(
     network_admins: Stack, namespace: str
 ) -> None:
     stack = network_admins
-    used, _ = network_backed_runtime(stack, namespace)
-    param_set = {
-        "apiVersion": "networking.gke.io/v1",
-        "kind": "GKENetworkParamSet",
-        "metadata": {"name": used},
-        "spec": {"vpc": "vpc-e2e", "vpcSubnet": "subnet-e2e", "deviceMode": "NetDevice"},
-    }
-    checked(stack.apply(param_set, who="admin"), "creating the GKENetworkParamSet")
+    used, _ = network_backed_runtime(stack, namespace)  # its Network's param set is ``used``
     expect.denied(
-        stack.kubectl("delete", "gkenetworkparamsets", used),
+        stack.kubectl("delete", PARAM_SETS, used),
         f"GKENetworkParamSet/{used}",
         "ParamSetInUse",
         f"GKENetworkParamSet {used} backs Network {used}, used by TrainingRuntime {namespace}/",
     )
+    assert stack.kubectl("get", PARAM_SETS, used).returncode == 0
     unused = unique("gnp-unused")
-    checked(stack.apply(param_set | {"metadata": {"name": unused}}, who="admin"), "creating")
-    expect.allowed(stack.kubectl("delete", "gkenetworkparamsets", unused), "deleted")
+    checked(stack.apply(param_set(unused), who="admin"), "creating the GKENetworkParamSet")
+    expect.allowed(stack.kubectl("delete", PARAM_SETS, unused), "deleted")
 
 
 def _recipe(pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -226,9 +227,9 @@ def test_other_configmaps_never_reach_nicguard(stack: Stack) -> None:
 
 def test_a_ready_network_and_its_status_updates_are_not_judged(network_admins: Stack) -> None:
     name = unique("gpu-nic-status")
-    checked(network_admins.apply(network(name), who="admin"), "creating a Network")
-    set_status(network_admins.plane, NETWORKS, name, conditions(ready=True))
+    ready_network(network_admins, name)  # both statuses written through the subresource
     expect.allowed(network_admins.kubectl("delete", NETWORKS, name), "deleted")
+    expect.allowed(network_admins.kubectl("delete", PARAM_SETS, name), "deleted")
 
 
 @pytest.fixture(scope="module", params=["warn", "off"])

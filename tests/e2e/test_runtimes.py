@@ -10,13 +10,12 @@ from tests.e2e.objects import (
     conditions,
     example,
     load,
-    network,
     runtime,
     unique,
     with_pairs,
 )
-from tests.e2e.stack import Stack
-from tests.e2e.state import NETWORKS, checked, eventually, set_status
+from tests.e2e.stack import Stack, ready_network
+from tests.e2e.state import NETWORKS, eventually, set_status
 
 pytestmark = pytest.mark.e2e
 
@@ -71,9 +70,10 @@ def test_runtime_naming_a_missing_network_is_denied(stack: Stack, namespace: str
 
 
 def test_runtime_on_a_network_that_is_not_ready_is_denied(stack: Stack, namespace: str) -> None:
-    """A fresh Network whose conditions are written through the status subresource."""
+    """A fresh Network (its param set Ready) whose own conditions turn False, written through
+    the status subresource."""
     net = unique("gpu-nic-unready")
-    checked(stack.apply(network(net), who="admin"), "creating the Network")
+    ready_network(stack, net)
     status = conditions(ready=False, reason="GNPParamsNotReady", message="subnet gone")
     set_status(stack.plane, NETWORKS, net, status)
     name = unique("torch-tcpxo")

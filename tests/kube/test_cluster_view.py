@@ -465,3 +465,89 @@ def test_subscribers_hear_cache_changes_as_audit_changes() -> None:
         assert set(heard) == expected  # each cache's first list is "everything"
     finally:
         view.stop()
+
+
+def gnp(name: str, *, ready: bool = True, mode: str = "NetDevice") -> JsonMap:
+    condition = {"type": "Ready", "status": "True" if ready else "False", "reason": "GNPReady"}
+    if not ready:
+        condition["reason"] = "SubnetNotFound"
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": name, "resourceVersion": "5"},
+        "spec": {"deviceMode": mode},
+        "status": {"conditions": [condition]},
+    }
+
+
+def with_param_sets(
+    param_sets: ScriptedSource, networks: ScriptedSource | None = None
+) -> KubeClusterView:
+    sources = Sources(
+        networks or synced_source(network("gpu-nic-0"), network("gpu-nic-1")),
+        synced_source(),
+        synced_source(),
+        synced_source(),
+        param_sets=param_sets,
+    )
+    return KubeClusterView(sources, recipe_name=RECIPE, pacing=FAST)
+
+
+def test_networks_come_with_their_param_sets_once_that_cache_is_synced() -> None:
+    held = Held[Listing | Exception](
+        Listing((gnp("gpu-nic-0"), gnp("gpu-nic-1", ready=False)), "9")
+    )
+    view = with_param_sets(ScriptedSource(lists=[held]))
+    view.start()
+    try:
+        wait_for(lambda: view.status()[0].synced)
+        assert view.networks() == Unverifiable(
+            "gkenetworkparamsets cache not synced: initial list pending"
+        )
+        assert [s.name for s in view.status()][-1] == "gkenetworkparamsets"
+        held.release.set()
+        assert view.wait_synced(5)
+        networks = view.networks()
+        assert isinstance(networks, Networks)
+        assert networks.param_sets is not None
+        assert networks.usable(networks.by_name["gpu-nic-0"])
+        assert networks.problem(networks.by_name["gpu-nic-1"]) == (
+            "GKENetworkParamSet gpu-nic-1: Ready=SubnetNotFound"
+        )
+    finally:
+        view.stop()
+
+
+def test_a_param_set_api_that_is_not_served_describes_none() -> None:
+    view = with_param_sets(ScriptedSource(lists=[ApiException(status=404)]))
+    view.start()
+    try:
+        assert view.wait_synced(5)
+        networks = view.networks()
+        assert isinstance(networks, Networks)
+        assert networks.param_sets is None  # their checks are skipped, not failed
+    finally:
+        view.stop()
+
+
+def test_a_param_set_change_is_heard_as_a_change_of_the_networks_referencing_it() -> None:
+    later = Held[Stream | Exception]([WatchEvent("MODIFIED", gnp("gpu-nic-1", ready=False))])
+    param_sets = ScriptedSource(lists=[Listing((gnp("gpu-nic-0"),), "9")], watches=[later])
+    networks = ScriptedSource(lists=[Listing((network("gpu-nic-0"), network("gpu-nic-1")), "3")])
+    view = with_param_sets(param_sets, networks)
+    heard: list[Change] = []
+    lock = threading.Lock()
+
+    def listen(change: Change) -> None:
+        with lock:
+            heard.append(change)
+
+    view.subscribe(listen)
+    view.start()
+    try:
+        assert view.wait_synced(5)
+        later.release.set()  # the event comes once the Networks are known
+        wait_for(lambda: Change(networks=frozenset({"gpu-nic-1"})) in heard)
+        assert EVERYTHING in heard  # the first lists
+    finally:
+        view.stop()

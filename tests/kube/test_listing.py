@@ -17,6 +17,7 @@ from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.cluster import Networks, RuntimeKey
 from app.domain.kinds import Kind
+from app.domain.network import ParamSet
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.reports import ReportApi
 from app.domain.template import slim_runtime
@@ -35,6 +36,7 @@ from tests.builders import (
 
 TRAINER: Final = "/apis/trainer.kubeflow.org/v1alpha1"
 NETWORKS: Final = "/apis/networking.gke.io/v1/networks"
+PARAM_SETS: Final = "/apis/networking.gke.io/v1/gkenetworkparamsets"
 CONFIGMAPS: Final = "/api/v1/namespaces/nicguard-system/configmaps"
 CTRS: Final = f"{TRAINER}/clustertrainingruntimes"
 TRS: Final = f"{TRAINER}/trainingruntimes"
@@ -157,6 +159,7 @@ def test_one_list_per_resource_gives_a_complete_slim_snapshot() -> None:
         snapshot = list_snapshot(api_client, RECIPE_NAME, None)
     assert server.queries == [
         (NETWORKS, {"limit": "100"}),
+        (PARAM_SETS, {"limit": "100"}),
         (CONFIGMAPS, {"fieldSelector": "metadata.name=nicguard-recipe", "limit": "100"}),
         (CTRS, {"limit": "100"}),
         (TRS, {"limit": "100"}),
@@ -165,6 +168,7 @@ def test_one_list_per_resource_gives_a_complete_slim_snapshot() -> None:
     assert isinstance(networks, Networks)
     assert networks.served
     assert sorted(networks.by_name) == sorted(GPU_NICS)
+    assert networks.param_sets is None  # answered 404: not served, so not described
     recipe = snapshot.recipe_state
     assert isinstance(recipe, Recipe)
     assert recipe.ref == "nicguard-system/nicguard-recipe@7"
@@ -182,7 +186,12 @@ def test_one_list_per_resource_gives_a_complete_slim_snapshot() -> None:
 def test_one_namespace_lists_only_its_training_runtimes() -> None:
     with client_of(CLUSTER) as (server, api_client):
         snapshot = list_snapshot(api_client, RECIPE_NAME, "team-a")
-    assert server.paths == [NETWORKS, CONFIGMAPS, f"{TRAINER}/namespaces/team-a/trainingruntimes"]
+    assert server.paths == [
+        NETWORKS,
+        PARAM_SETS,
+        CONFIGMAPS,
+        f"{TRAINER}/namespaces/team-a/trainingruntimes",
+    ]
     assert snapshot.runtime_state == {(Kind.TRAINING_RUNTIME, "team-a", "a"): slim_runtime(TEAM_A)}
 
 
@@ -284,3 +293,26 @@ def test_discovery_failing_otherwise_than_not_found_is_the_callers_to_judge() ->
     assert raised.value.status == 403
     with client_of({}) as (_, api_client), pytest.raises(ValueError, match="not a reports"):
         served_report_api(api_client, "sometimes")
+
+
+def test_param_sets_served_describe_the_networks_usability() -> None:
+    gnp = {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": "gpu-nic-0"},
+        "spec": {"deviceMode": "NetDevice"},
+        "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "VPCNotFound"}]},
+    }
+    with client_of({**CLUSTER, PARAM_SETS: listed(gnp)}) as (_, api_client):
+        snapshot = list_snapshot(api_client, RECIPE_NAME, None)
+    networks = snapshot.network_state
+    assert isinstance(networks, Networks)
+    assert networks.param_sets == {
+        "gpu-nic-0": ParamSet("gpu-nic-0", "Ready=VPCNotFound", "NetDevice")
+    }
+    assert networks.problem(networks.by_name["gpu-nic-0"]) == (
+        "GKENetworkParamSet gpu-nic-0: Ready=VPCNotFound"
+    )
+    assert networks.problem(networks.by_name["gpu-nic-1"]) == (
+        "GKENetworkParamSet gpu-nic-1 does not exist"
+    )

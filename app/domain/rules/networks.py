@@ -12,6 +12,7 @@ from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, Networks, Unverifiable
 from app.domain.network import NETWORK_GROUP, NETWORK_VERSION
 from app.domain.policy import NotReady, Policy
+from app.domain.profiles import Profile
 from app.domain.rules import cannot_decide
 from app.domain.rules.structure import RESERVED_NETWORKS
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
@@ -58,20 +59,59 @@ def missing_networks(wiring: Wiring, targets: list[Target], networks: Networks) 
 def unusable_networks(
     wiring: Wiring, targets: list[Target], networks: Networks
 ) -> Violation | None:
+    by_name = networks.by_name
     unusable = [
-        (position, entry, networks.by_name[name])
+        (position, entry, networks.problem(by_name[name]))
         for position, entry, name in targets
-        if name in networks.by_name and not networks.by_name[name].usable
+        if name in by_name and not networks.usable(by_name[name])
     ]
     if not unusable:
         return None
     usable = _listing(networks.usable_names)
-    listed = "; ".join(f"{entry.pair()} ({network.problem})" for _, entry, network in unusable)
+    listed = "; ".join(f"{entry.pair()} ({problem})" for _, entry, problem in unusable)
     return Violation(
         code=Code.NETWORK_NOT_READY,
         field=wiring.entry_path(unusable[0][0], "network"),
         message=f"Networks exist but are not Ready/bound: {listed} "
         f"(usable on cluster: {usable or 'none'})",
+    )
+
+
+def device_mode_mismatch(
+    wiring: Wiring, secondaries: tuple[InterfaceRef, ...], networks: Networks, profile: Profile
+) -> Violation | None:
+    """DeviceModeMismatch: a Network whose GKENetworkParamSet is not in the mode ``profile``
+    needs for it. Nothing when the view does not describe param sets, nor for a param set that
+    is missing (NetworkNotReady says so)."""
+    sets = networks.param_sets
+    if sets is None:
+        return None
+    # On every request of a bound object: plain lookups; text only for what is wrong.
+    by_name, required_mode = networks.by_name, profile.required_mode
+    wrong = []
+    for position, entry in enumerate(secondaries, start=1):
+        name = entry.network
+        network = None if name is None else by_name.get(name)
+        found = None if network is None else sets.get(network.param_set)
+        if found is None or name is None:  # missing: NetworkNotReady/NotFound say so
+            continue
+        required = required_mode(name)
+        if required is None or found.device_mode == required:
+            continue
+        mode = f"deviceMode {shown(found.device_mode)}" if found.device_mode else "no deviceMode"
+        wrong.append(
+            (
+                position,
+                f"{entry.pair()}: GKENetworkParamSet {shown(found.name)} has {mode}, "
+                f"{profile.describe()} requires {required}",
+            )
+        )
+    if not wrong:
+        return None
+    return Violation(
+        code=Code.DEVICE_MODE_MISMATCH,
+        field=wiring.entry_path(wrong[0][0], "network"),
+        message="; ".join(text for _, text in wrong),
     )
 
 

@@ -143,7 +143,7 @@ def _unusable(mapping: tuple[InterfaceRef, ...], networks: Networks, out: Verdic
         found = networks.by_name.get(entry.network or "")
         if found is None:
             missing.append(entry.pair())
-        elif not found.usable:
+        elif not networks.usable(found):
             unusable.append(entry.pair())
     _blast(out, Code.NETWORK_NOT_FOUND, "names a missing Network", missing)
     _blast(out, Code.NETWORK_NOT_READY, "names a Network that is not usable", unusable)

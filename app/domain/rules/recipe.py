@@ -1,16 +1,21 @@
-"""Recipe binding: which objects the recipe binds, the mapping it holds them to, and divergence.
+"""Binding: the mapping a bound object is held to (the recipe's, or its profile's fixed list),
+divergence from it, and an unwired bound template.
 
 Recipe -> object leg (AICR gkenet ``VerifyMappingMatchesRecipe``): the secondary entries must
-equal the recipe's list, ordered and element-wise; ethN is the Nth GPU NIC.
+equal the recorded list, ordered and element-wise; ethN is the Nth GPU NIC. Profiles with a fixed
+list (SPEC §13) are held to it the same way, with their own code.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, Unverifiable
-from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.policy import RECIPE_BOUND_LABEL, Policy
+from app.domain.policy import Policy
+from app.domain.profiles import Profile, binding_of
 from app.domain.recipe import RecipeMissing
 from app.domain.rules import cannot_decide
 from app.domain.template import PodTemplateMissing
@@ -18,14 +23,27 @@ from app.domain.verdict import Code, VerdictBuilder, Violation
 from app.domain.wiring import Wiring
 
 
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """The mapping a bound object is held to, and who records it (for the message)."""
+
+    mapping: tuple[InterfaceRef, ...]
+    code: Code
+    recorder: str
+    """``recipe`` or ``profile``."""
+    ref: str
+    """``ns/name@resourceVersion`` of the recipe, or the profile's name."""
+
+
+def recipe_expected(mapping: tuple[InterfaceRef, ...], recipe_ref: str) -> Expected:
+    return Expected(mapping, Code.MAPPING_DIVERGES_FROM_RECIPE, "recipe", recipe_ref)
+
+
 def recipe_divergence(
-    wiring: Wiring,
-    secondaries: tuple[InterfaceRef, ...],
-    recorded: tuple[InterfaceRef, ...],
-    *,
-    recipe_ref: str,
+    wiring: Wiring, secondaries: tuple[InterfaceRef, ...], expected: Expected
 ) -> Violation | None:
-    """A MappingDivergesFromRecipe violation naming the first differing position, or None."""
+    """A violation of ``expected.code`` naming the first differing position, or None."""
+    recorded, recorder = expected.mapping, expected.recorder
     if secondaries == recorded:
         return None
     pairs = zip(secondaries, recorded, strict=False)
@@ -34,19 +52,20 @@ def recipe_divergence(
     slot = f"eth{position + 1}"
     if position >= len(secondaries):
         detail = (
-            f"the object maps {len(secondaries)} secondary interfaces but the recipe records "
-            f"{len(recorded)}; at position {slot} the recipe records {recorded[position].pair()}"
+            f"the object maps {len(secondaries)} secondary interfaces but the {recorder} records "
+            f"{len(recorded)}; at position {slot} the {recorder} records "
+            f"{recorded[position].pair()}"
         )
     elif position >= len(recorded):
         detail = (
-            f"the object maps {len(secondaries)} secondary interfaces but the recipe records "
+            f"the object maps {len(secondaries)} secondary interfaces but the {recorder} records "
             f"{len(recorded)}; position {slot} maps {secondaries[position].pair()}, "
-            "which the recipe does not record"
+            f"which the {recorder} does not record"
         )
     else:
         detail = (
             f"at position {slot} the object maps {secondaries[position].pair()} "
-            f"but the recipe records {recorded[position].pair()}"
+            f"but the {recorder} records {recorded[position].pair()}"
         )
         if _multiset(secondaries) == _multiset(recorded):
             detail += "; the same pairs appear in a different order (order is part of the contract)"
@@ -55,9 +74,7 @@ def recipe_divergence(
         wiring.entry_path(position + 1) if position < len(secondaries) else wiring.interfaces_path()
     )
     return Violation(
-        code=Code.MAPPING_DIVERGES_FROM_RECIPE,
-        field=field,
-        message=f"{detail} (recipe {recipe_ref})",
+        code=expected.code, field=field, message=f"{detail} ({recorder} {expected.ref})"
     )
 
 
@@ -74,10 +91,23 @@ def _multiset(entries: tuple[InterfaceRef, ...]) -> dict[tuple[str, str | None, 
 
 
 def recipe_candidate(kind: Kind, runtime: JsonMap, policy: Policy) -> bool:
-    """Recipe-bound by name (CTRs only) or label; binding also needs a delivering recipe."""
-    labelled = str_at(map_at(runtime, "metadata", "labels"), RECIPE_BOUND_LABEL) == "true"
-    named = str_at(runtime, "metadata", "name") in policy.recipe_runtimes
-    return labelled or (kind is Kind.CLUSTER_TRAINING_RUNTIME and named)
+    """Bound to a profile whose mapping the recipe records (by name, CTRs only, or label);
+    binding also needs a delivering recipe."""
+    profile = binding_of(kind, runtime, policy).profile
+    return profile is not None and profile.from_recipe
+
+
+def expected_mapping(
+    profile: Profile, wiring: Wiring, view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> Expected | None:
+    """What a template bound to ``profile`` is held to, or None (reporting why it cannot be
+    had, or because the recipe delivers nothing: the profile then binds nothing)."""
+    if profile.mapping is not None:
+        return Expected(
+            profile.mapping, Code.MAPPING_DIVERGES_FROM_PROFILE, "profile", profile.name
+        )
+    recorded = recorded_mapping(wiring, view, policy, out)
+    return None if recorded is None else recipe_expected(recorded, out.recipe)
 
 
 def recorded_mapping(
@@ -113,17 +143,20 @@ def recorded_mapping(
     return recipe.mapping
 
 
-def unwired(job: str, wiring: Wiring, missing: PodTemplateMissing | None) -> Violation:
-    """A recipe-bound template without the interfaces annotation, or without a pod template."""
+def unwired(
+    job: str, wiring: Wiring, missing: PodTemplateMissing | None, expected: Expected
+) -> Violation:
+    """A bound template without the interfaces annotation, or without a pod template."""
+    bound = "recipe-bound" if expected.recorder == "recipe" else f"bound to profile {expected.ref}"
     if missing is not None:
         return Violation(
             code=Code.NODE_JOB_MISSING,
             field=str(missing.path),
-            message=f"recipe-bound, but {missing.reason}, so its pods cannot be wired",
+            message=f"{bound}, but {missing.reason}, so its pods cannot be wired",
         )
     return Violation(
         code=Code.INTERFACES_ANNOTATION_MISSING,
         field=wiring.interfaces_path(),
-        message=f"recipe-bound, but the {job} pod template has no "
+        message=f"{bound}, but the {job} pod template has no "
         "networking.gke.io/interfaces annotation; its pods would get only eth0",
     )

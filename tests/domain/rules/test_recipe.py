@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.annotation import InterfaceRef
-from app.domain.rules.recipe import recipe_divergence
+from app.domain.rules.recipe import recipe_divergence, recipe_expected
 from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.verdict import Code
 from app.domain.wiring import Wiring, template_wiring
@@ -31,7 +31,7 @@ def _swapped(first: int, second: int) -> list[Pair]:
 
 
 def test_an_identical_mapping_does_not_diverge() -> None:
-    assert recipe_divergence(_wiring(), RECORDED, RECORDED, recipe_ref="ns/r@1") is None
+    assert recipe_divergence(_wiring(), RECORDED, recipe_expected(RECORDED, "ns/r@1")) is None
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_a_divergence_names_the_first_differing_position_and_both_values(
     fragments: tuple[str, ...],
     reordered: bool,
 ) -> None:
-    violation = recipe_divergence(_wiring(), secondaries, RECORDED, recipe_ref="ns/r@1")
+    violation = recipe_divergence(_wiring(), secondaries, recipe_expected(RECORDED, "ns/r@1"))
     assert violation is not None
     assert violation.code is Code.MAPPING_DIVERGES_FROM_RECIPE
     assert violation.field == field

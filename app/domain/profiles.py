@@ -1,0 +1,128 @@
+"""Hardware profiles (SPEC §13): which runtimes a GPU machine's wiring binds, the mapping they
+are held to (the recipe's, or a fixed list) and the GKENetworkParamSet ``deviceMode`` each
+Network needs. Data, not branches: a third profile is one more entry in ``PROFILES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Final
+
+from app.domain.annotation import InterfaceRef
+from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.kinds import Kind
+from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL, Policy
+from app.domain.verdict import shown
+
+_UNKNOWN: Final = "\0"  # not a deviceMode: "not memoised yet"
+_MEMO_MAX: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One machine type's wiring.
+
+    ``mapping`` None means the recipe records it (§4), and the profile binds only while the
+    recipe delivers one. ``device_modes`` are (Network name pattern, required ``deviceMode``),
+    the first matching pattern deciding.
+    """
+
+    name: str
+    runtimes: Callable[[Policy], frozenset[str]]
+    """The ClusterTrainingRuntime names the profile binds, from the settings."""
+    mapping: tuple[InterfaceRef, ...] | None
+    device_modes: tuple[tuple[str, str], ...]
+    _required: dict[str, str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Memo of ``required_mode``: a cluster has few Network names, asked on every request."""
+
+    @property
+    def from_recipe(self) -> bool:
+        return self.mapping is None
+
+    def required_mode(self, network: str) -> str | None:
+        """The ``deviceMode`` the profile needs behind ``network``, or None for no need."""
+        found = self._required.get(network, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = next(
+                (mode for pattern, mode in self.device_modes if fnmatchcase(network, pattern)),
+                None,
+            )
+            if len(self._required) < _MEMO_MAX:
+                self._required[network] = found
+        return found
+
+    def describe(self) -> str:
+        return f"profile {self.name}"
+
+
+def _fixed(*pairs: tuple[str, str]) -> tuple[InterfaceRef, ...]:
+    return tuple(InterfaceRef(interface, network=network) for interface, network in pairs)
+
+
+A3_MEGA_TCPXO: Final = Profile(
+    name="a3-mega-tcpxo",
+    runtimes=lambda policy: policy.recipe_runtimes,
+    mapping=None,
+    device_modes=(("*", "NetDevice"),),
+)
+# AICR's torch-distributed-rdma: "gvnic-1 and rdma-0 through rdma-3 are fixed object names on
+# every GB200/GKE cluster" (upstream-2026-12.md §1.2); its GB200 health check requires these modes.
+A4X_GB200_RDMA: Final = Profile(
+    name="a4x-gb200-rdma",
+    runtimes=lambda policy: policy.rdma_runtimes,
+    mapping=_fixed(
+        ("eth1", "gvnic-1"),
+        ("eth2", "rdma-0"),
+        ("eth3", "rdma-1"),
+        ("eth4", "rdma-2"),
+        ("eth5", "rdma-3"),
+    ),
+    device_modes=(("gvnic-*", "NetDevice"), ("rdma-*", "RDMA")),
+)
+PROFILES: Final = (A3_MEGA_TCPXO, A4X_GB200_RDMA)
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """The profile a runtime is bound to (None: unbound), and a warning when its label names
+    no known profile."""
+
+    profile: Profile | None = None
+    warning: str = ""
+
+
+UNBOUND: Final = Binding()
+
+
+def binding_of(kind: Kind, runtime: JsonMap, policy: Policy) -> Binding:
+    """By label (``nicguard.dev/profile``, or ``nicguard.dev/recipe-bound: "true"`` for
+    a3-mega-tcpxo), else, for ClusterTrainingRuntimes, by name in a profile's setting."""
+    # On every request: plain lookups, and Binding values made once (_BOUND).
+    labels = map_at(runtime, "metadata", "labels")
+    if labels:
+        named = labels.get(PROFILE_LABEL)
+        if isinstance(named, str):
+            return _BOUND.get(named) or _unknown(named)
+        if labels.get(RECIPE_BOUND_LABEL) == "true":
+            return _BOUND[A3_MEGA_TCPXO.name]
+    if kind is Kind.CLUSTER_TRAINING_RUNTIME:
+        name = str_at(runtime, "metadata", "name")
+        for profile in PROFILES:
+            if name in profile.runtimes(policy):
+                return _BOUND[profile.name]
+    return UNBOUND
+
+
+_BOUND: Final = {profile.name: Binding(profile) for profile in PROFILES}
+
+
+def _unknown(named: str) -> Binding:
+    known = ", ".join(p.name for p in PROFILES)
+    return Binding(
+        warning=f"label {PROFILE_LABEL}: {shown(named)} names no known profile "
+        f"(known: {known}); the wiring is checked without a profile"
+    )
