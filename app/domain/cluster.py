@@ -58,13 +58,23 @@ class Networks:
         return f"{problem}; {own}" if problem else own
 
     def usable(self, network: Network) -> bool:
-        """``problem(network) == ""``, without building the text (asked on every request)."""
-        if network.problem:
-            return False
+        """``problem(network) == ""``, without building the text; remembered per Network of
+        this view (views are reused while their caches do not change)."""
+        memo = self._usable
+        found = memo.get(network.name)
+        if found is None:
+            found = memo[network.name] = not network.problem and self._param_set_ready(network)
+        return found
+
+    def _param_set_ready(self, network: Network) -> bool:
         if self.param_sets is None or not network.param_set:
             return True
         found = self.param_sets.get(network.param_set)
         return found is not None and not found.problem
+
+    @cached_property
+    def _usable(self) -> dict[str, bool]:
+        return {}
 
     @cached_property
     def names(self) -> tuple[str, ...]:

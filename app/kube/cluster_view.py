@@ -116,6 +116,9 @@ class KubeClusterView:
             self._runtimes,
         )
         self._all = caches if self._param_sets is None else (*caches, self._param_sets)
+        self._last_networks: (
+            tuple[Mapping[str, Network], CacheState[str, ParamSet] | None, Networks] | None
+        ) = None
 
     @classmethod
     def from_api_client(
@@ -157,14 +160,19 @@ class KubeClusterView:
         state = self._networks.state
         if not state.synced:
             return _unverifiable(self._networks.name, state.error)
-        if self._param_sets is None:
-            return Networks(by_name=state.items, served=state.served)
-        sets = self._param_sets.state
-        if not sets.synced:
-            return _unverifiable(self._param_sets.name, sets.error)
+        sets = None if self._param_sets is None else self._param_sets.state
+        if sets is not None and not sets.synced:
+            return _unverifiable(self._param_sets.name if self._param_sets else "", sets.error)
+        # One view per pair of cache states: what it works out (sorted names, usability) is
+        # worked out once, not once per request.
+        last = self._last_networks
+        if last is not None and last[0] is state.items and last[1] is sets:
+            return last[2]
         # An API that is not served describes no param set: their checks are skipped.
-        described = sets.items if sets.served else None
-        return Networks(by_name=state.items, served=state.served, param_sets=described)
+        described = sets.items if sets is not None and sets.served else None
+        view = Networks(by_name=state.items, served=state.served, param_sets=described)
+        self._last_networks = (state.items, sets, view)
+        return view
 
     def recipe(self) -> Recipe | RecipeMissing | Unverifiable:
         state = self._recipe.state

@@ -551,3 +551,25 @@ def test_a_param_set_change_is_heard_as_a_change_of_the_networks_referencing_it(
         assert EVERYTHING in heard  # the first lists
     finally:
         view.stop()
+
+
+def test_the_networks_view_is_reused_until_a_cache_changes() -> None:
+    later = Held[Stream | Exception]([WatchEvent("MODIFIED", gnp("gpu-nic-1", ready=False))])
+    param_sets = ScriptedSource(
+        lists=[Listing((gnp("gpu-nic-0"), gnp("gpu-nic-1")), "9")], watches=[later]
+    )
+    view = with_param_sets(param_sets)
+    view.start()
+    try:
+        assert view.wait_synced(5)
+        first = view.networks()
+        assert isinstance(first, Networks)
+        assert view.networks() is first  # worked-out names and usability are kept
+        assert first.usable(first.by_name["gpu-nic-1"])
+        later.release.set()
+        wait_for(lambda: view.networks() is not first)
+        changed = view.networks()
+        assert isinstance(changed, Networks)
+        assert not changed.usable(changed.by_name["gpu-nic-1"])
+    finally:
+        view.stop()
