@@ -9,19 +9,16 @@ from pathlib import Path
 
 from app.config import Settings
 from app.domain.cluster import (
-    PARAM_SETS_SKIPPED,
     ClusterSnapshot,
     RuntimeKey,
-    describes_param_sets,
     runtime_key,
-    snapshot_of,
     with_runtimes,
 )
 from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind, trainer_kind
 from app.domain.verdict import Verdict, shown
-from app.statefiles import SourcedObject, iter_objects, load_objects, load_yaml
+from app.statefiles import SourcedObject, load_objects, state_snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +58,7 @@ def check_files(
     ``note`` hears of every object in ``files`` that is not judged, so none is passed over
     unsaid (a list of a kind nicguard does not know, say).
     """
-    snapshot = snapshot_of(
-        (o.obj for o in iter_objects([state])),
-        recipe_name=settings.recipe_configmap,
-        load_yaml=load_yaml,
-    )
-    if not describes_param_sets(snapshot):
-        note(PARAM_SETS_SKIPPED)
+    snapshot = state_snapshot(state, settings.recipe_configmap, note)
     subjects = []
     for sourced in load_objects(list(files)):
         kind = trainer_kind(sourced.obj)

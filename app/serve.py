@@ -26,18 +26,15 @@ from app.certificates.rotation import Lifetimes
 from app.certificates.tls import CertReloader, make_uvicorn_config, server_ssl_context
 from app.config import ServeOptions, Settings, serve_options
 from app.domain.cluster import (
-    PARAM_SETS_SKIPPED,
     CacheStatus,
     ClusterSnapshot,
     ClusterView,
-    describes_param_sets,
-    snapshot_of,
 )
 from app.domain.drift import EVERYTHING
 from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
 from app.logs import configure_logging
 from app.metrics import Metrics
-from app.statefiles import iter_objects, load_yaml
+from app.statefiles import state_snapshot
 from app.web.admission import create_admission_app
 from app.web.probes import create_probe_app
 
@@ -224,14 +221,8 @@ def _file_audit(view: ClusterSnapshot, settings: Settings) -> Auditor:
 
 
 def _file_view(state: Path, settings: Settings) -> tuple[ClusterSnapshot, CacheStatuses, Stopper]:
-    snapshot = snapshot_of(
-        (o.obj for o in iter_objects([state])),
-        recipe_name=settings.recipe_configmap,
-        load_yaml=load_yaml,
-    )
+    snapshot = state_snapshot(state, settings.recipe_configmap, logger.info)
     logger.info("serving in file mode", extra={"state": str(state)})
-    if not describes_param_sets(snapshot):
-        logger.info(PARAM_SETS_SKIPPED)
     return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
 
 

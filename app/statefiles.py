@@ -6,13 +6,20 @@ are expanded, nested or not; every failure is one line naming the file, the docu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import yaml
 
+from app.domain.cluster import (
+    PARAM_SETS_SKIPPED,
+    ClusterSnapshot,
+    ObjectName,
+    describes_param_sets,
+    snapshot_of,
+)
 from app.domain.fields import JsonMap, as_list, as_map
 
 
@@ -153,3 +160,16 @@ def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
 
 def _is_list(mapping: JsonMap, kind: str) -> bool:
     return kind == "List" or (kind.endswith("List") and len(kind) > 4 and "items" in mapping)
+
+
+def state_snapshot(
+    state: Path, recipe_name: ObjectName, note: Callable[[str], None]
+) -> ClusterSnapshot:
+    """The cluster a file state describes (``check``, ``audit``, file-mode ``serve``); ``note``
+    hears once what it leaves unchecked. Raises ``StateFileError`` on unusable files."""
+    snapshot = snapshot_of(
+        (o.obj for o in iter_objects([state])), recipe_name=recipe_name, load_yaml=load_yaml
+    )
+    if not describes_param_sets(snapshot):
+        note(PARAM_SETS_SKIPPED)
+    return snapshot

@@ -15,18 +15,15 @@ import yaml
 
 from app.config import REPORTS_AUTO, Settings
 from app.domain.cluster import (
-    PARAM_SETS_SKIPPED,
     ClusterSnapshot,
     Unverifiable,
-    describes_param_sets,
-    snapshot_of,
 )
 from app.domain.drift import EVERYTHING, DriftBook, Result
 from app.domain.fields import str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.policy import Policy
 from app.domain.reports import Audited, ReportApi, report, report_namespace
-from app.statefiles import iter_objects, load_yaml
+from app.statefiles import state_snapshot
 
 OUTPUTS: Final = ("text", "json", "reports")
 DEFAULT_REPORT_API: Final = ReportApi.OPENREPORTS
@@ -89,13 +86,7 @@ def audit_state(
 ) -> list[AuditResult]:
     """The audit of a file state; raises ``StateFileError`` on unusable files. ``note`` hears
     what the state leaves unchecked."""
-    snapshot = snapshot_of(
-        (o.obj for o in iter_objects([state])),
-        recipe_name=settings.recipe_configmap,
-        load_yaml=load_yaml,
-    )
-    if not describes_param_sets(snapshot):
-        note(PARAM_SETS_SKIPPED)
+    snapshot = state_snapshot(state, settings.recipe_configmap, note)
     return audit_snapshot(snapshot, settings.policy, namespace)
 
 
