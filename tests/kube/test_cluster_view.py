@@ -429,6 +429,19 @@ def test_snapshot_is_unverifiable_until_both_runtime_caches_are_synced() -> None
         view.stop()
 
 
+def subscribed(view: KubeClusterView) -> list[Change]:
+    """Every Change the view's caches report from now on (appended on their threads)."""
+    heard: list[Change] = []
+    lock = threading.Lock()
+
+    def listen(change: Change) -> None:
+        with lock:
+            heard.append(change)
+
+    view.subscribe(listen)
+    return heard
+
+
 def test_subscribers_hear_cache_changes_as_audit_changes() -> None:
     sources = [
         ScriptedSource(lists=[Listing((), "1")], watches=[[WatchEvent("ADDED", network("n1"))]]),
@@ -445,14 +458,7 @@ def test_subscribers_hear_cache_changes_as_audit_changes() -> None:
     view = KubeClusterView(
         Sources(sources[0], sources[1], sources[2], sources[3]), recipe_name=RECIPE, pacing=FAST
     )
-    heard: list[Change] = []
-    lock = threading.Lock()
-
-    def listen(change: Change) -> None:
-        with lock:
-            heard.append(change)
-
-    view.subscribe(listen)
+    heard = subscribed(view)
     view.start()
     try:
         expected = {
@@ -535,14 +541,7 @@ def test_a_param_set_change_is_heard_as_a_change_of_the_networks_referencing_it(
     param_sets = ScriptedSource(lists=[Listing((gnp("gpu-nic-0"),), "9")], watches=[later])
     networks = ScriptedSource(lists=[Listing((network("gpu-nic-0"), network("gpu-nic-1")), "3")])
     view = with_param_sets(param_sets, networks)
-    heard: list[Change] = []
-    lock = threading.Lock()
-
-    def listen(change: Change) -> None:
-        with lock:
-            heard.append(change)
-
-    view.subscribe(listen)
+    heard = subscribed(view)
     view.start()
     try:
         assert view.wait_synced(5)
