@@ -42,7 +42,7 @@ class _CacheCollector(Collector):
 
 
 class _AuditCollector(Collector):
-    """The audit's counts at scrape time (SPEC §12); zeros until the first pass."""
+    """The audit's counts at scrape time (docs/audit.md); zeros until the first pass."""
 
     def __init__(self, book: DriftBook, last_change: Callable[[], float | None]) -> None:
         self._book, self._last_change = book, last_change

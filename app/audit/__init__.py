@@ -1,3 +1,3 @@
-"""The continuous audit of SPEC §12: every runtime's standing, judged as a CREATE, on demand
+"""The continuous audit (docs/audit.md): every runtime's standing, judged as a CREATE, on demand
 (``nicguard audit``) from a file state or one read of the cluster.
 """

@@ -158,7 +158,7 @@ def render_text(results: list[AuditResult], namespace: str | None) -> str:
 def render_reports(
     results: list[AuditResult], api: ReportApi, namespace: str | None, now: int
 ) -> str:
-    """The reports of SPEC §12 as one YAML stream for ``kubectl apply -f -``: one per namespace
+    """The reports (docs/audit.md) as one YAML stream for ``kubectl apply -f -``: one per namespace
     audited (``namespace`` even without runtimes, so applying clears what it held), and the
     cluster report, also when empty, unless the audit was of one namespace."""
     by_namespace: dict[str, list[Audited]] = {namespace or "": []}

@@ -24,7 +24,7 @@ from app.domain.reports import Audited, ReportApi, event_reason, report, report_
 logger = logging.getLogger(__name__)
 
 RENEW_SECONDS: Final = 2.0
-REPORT_SECONDS: Final = 2.0  # SPEC §12: at most one write per report per 2 s
+REPORT_SECONDS: Final = 2.0  # docs/audit.md: at most one write per report per 2 s
 RESOLVE_SECONDS: Final = 30.0  # how often a writer without a report API looks for one again
 
 

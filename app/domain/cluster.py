@@ -210,7 +210,7 @@ PARAM_SETS_SKIPPED: Final = (
 
 
 def describes_param_sets(view: ClusterSnapshot) -> bool:
-    """False when the view's Networks come without GKENetworkParamSets (SPEC §13)."""
+    """False when the view's Networks come without GKENetworkParamSets (docs/rules.md)."""
     networks = view.network_state
     return not isinstance(networks, Networks) or networks.param_sets is not None
 
@@ -271,7 +271,7 @@ def snapshot_of(
             recipe = recipe_of(as_map(obj) or {}, recipe_name, load_yaml)
         elif (entry := runtime_entry(obj)) is not None:
             runtimes[entry[0]] = slim_runtime(entry[1])
-    # A state without any param set does not describe them (SPEC §13): their checks are skipped.
+    # A state without any param set does not describe them: their checks are skipped.
     described = param_sets or None
     return ClusterSnapshot(Networks(by_name=networks, param_sets=described), recipe, runtimes)
 

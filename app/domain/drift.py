@@ -1,6 +1,6 @@
-"""The continuous audit's core (SPEC §12): each runtime's standing, judged as a CREATE, kept current
-by re-judging only the runtimes a change affects. One thread owns a ``DriftBook``; readers take the
-counts it keeps.
+"""The continuous audit's core (docs/audit.md): each runtime's standing, judged as a CREATE, kept
+current by re-judging only the runtimes a change affects. One thread owns a ``DriftBook``; readers
+take the counts it keeps.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class DriftBook:
     failing_codes: Counter[Code] = field(default_factory=Counter)
     # Indexed by name set, not by Network, and nothing per runtime beyond its key in one set:
     # runtimes stamped from one template share one set of names and one set of keys, however
-    # many Networks it names (memory: SPEC §10).
+    # many Networks it names (memory: BENCHMARKS.md).
     _holders: dict[frozenset[str], set[RuntimeKey]] = field(default_factory=dict)
     """A name set -> the runtimes naming exactly those Networks."""
     _sets_naming: dict[str, set[frozenset[str]]] = field(default_factory=dict)

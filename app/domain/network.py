@@ -1,9 +1,8 @@
-"""GKE ``Network`` objects (``networks.networking.gke.io/v1``), their GKENetworkParamSets, and
-when a Network is usable.
-
-Usable = condition Ready True, condition ParamsReady True, and spec.parametersRef.kind is
-GKENetworkParamSet: AICR gkenet's ``Bound()``, "the single definition of usable by a workload";
-and (SPEC §13, as AICR's GB200 health check reads them) that param set exists and is Ready.
+"""GKE ``Network`` objects (``networks.networking.gke.io/v1``), their GKENetworkParamSets, and when
+a Network is usable. Usable = condition Ready True, condition ParamsReady True, and
+spec.parametersRef.kind is GKENetworkParamSet: AICR gkenet's ``Bound()``, "the single definition of
+usable by a workload"; and (docs/rules.md; as AICR's GB200 health check reads them) that param set
+exists and is Ready.
 """
 
 from __future__ import annotations

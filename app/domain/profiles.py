@@ -1,6 +1,6 @@
-"""Hardware profiles (SPEC §13): which runtimes a GPU machine's wiring binds, the mapping they
-are held to (the recipe's, or a fixed list) and the GKENetworkParamSet ``deviceMode`` each
-Network needs. Data, not branches: a third profile is one more entry in ``PROFILES``.
+"""Hardware profiles (docs/rules.md): which runtimes a GPU machine's wiring binds, the mapping they
+are held to (the recipe's, or a fixed list) and the GKENetworkParamSet ``deviceMode`` each Network
+needs. Data, not branches: a third profile is one more entry in ``PROFILES``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the audit publishes (SPEC §12): policy report objects of either API, and which Event a
+"""What the audit publishes (docs/audit.md): policy report objects of either API, and which Event a
 runtime's new standing calls for, with its note.
 """
 

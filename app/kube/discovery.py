@@ -1,5 +1,5 @@
-"""Which policy report API the cluster serves (SPEC §12), asked of each group version's discovery
-document: what the setting ``reports`` resolves to in Kubernetes mode.
+"""Which policy report API the cluster serves (docs/audit.md), asked of each group version's
+discovery document: what the setting ``reports`` resolves to in Kubernetes mode.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ divergence from it, and an unwired bound template.
 
 Recipe -> object leg (AICR gkenet ``VerifyMappingMatchesRecipe``): the secondary entries must
 equal the recorded list, ordered and element-wise; ethN is the Nth GPU NIC. Profiles with a fixed
-list (SPEC §13) are held to it the same way, with their own code.
+list (docs/rules.md, hardware profiles) are held to it the same way, with their own code.
 """
 
 from __future__ import annotations
