@@ -76,6 +76,27 @@ class Networks:
     def _usable(self) -> dict[str, bool]:
         return {}
 
+    def modes_met(self, profile: str, required_mode: Callable[[str], str | None]) -> frozenset[str]:
+        """The Networks with nothing to say of their param set's ``deviceMode`` under
+        ``profile``: no mode required, the param set in it, or no param set (NetworkNotReady
+        says so). Built once per profile and view, so a bound request tests one set per entry."""
+        memo = self._modes_met
+        found = memo.get(profile)
+        if found is None:
+            sets = self.param_sets or {}
+            found = memo[profile] = frozenset(
+                name
+                for name, network in self.by_name.items()
+                if (required := required_mode(name)) is None
+                or (param_set := sets.get(network.param_set)) is None
+                or param_set.device_mode == required
+            )
+        return found
+
+    @cached_property
+    def _modes_met(self) -> dict[str, frozenset[str]]:
+        return {}
+
     @cached_property
     def names(self) -> tuple[str, ...]:
         """Every Network's name, sorted (messages list them; an audit pass asks thousands of
@@ -85,6 +106,11 @@ class Networks:
     @cached_property
     def usable_names(self) -> tuple[str, ...]:
         return tuple(sorted(n.name for n in self.by_name.values() if self.usable(n)))
+
+    @cached_property
+    def usable_set(self) -> frozenset[str]:
+        """``usable_names`` as a set: a request whose Networks are all usable tests only this."""
+        return frozenset(self.usable_names)
 
 
 @dataclass(frozen=True, slots=True)

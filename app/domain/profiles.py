@@ -5,13 +5,13 @@ needs. Data, not branches: a third profile is one more entry in ``PROFILES``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Final
+from typing import Final, TypeGuard
 
 from app.domain.annotation import InterfaceRef
-from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL, Policy
 from app.domain.verdict import shown
@@ -101,20 +101,29 @@ UNBOUND: Final = Binding()
 def binding_of(kind: Kind, runtime: JsonMap, policy: Policy) -> Binding:
     """By label (``nicguard.dev/profile``, or ``nicguard.dev/recipe-bound: "true"`` for
     a3-mega-tcpxo), else, for ClusterTrainingRuntimes, by name in a profile's setting."""
-    # On every request: plain lookups, and Binding values made once (_BOUND).
-    labels = map_at(runtime, "metadata", "labels")
-    if labels:
+    # On every request: plain lookups (a key that is not a string matches no label nor name, so
+    # the maps need no narrowing), and Binding values made once (_BOUND).
+    metadata = runtime.get("metadata")
+    if not _is_map(metadata):
+        return UNBOUND
+    labels = metadata.get("labels")
+    if _is_map(labels) and labels:
         named = labels.get(PROFILE_LABEL)
         if isinstance(named, str):
             return _BOUND.get(named) or _unknown(named)
         if labels.get(RECIPE_BOUND_LABEL) == "true":
             return _BOUND[A3_MEGA_TCPXO.name]
-    if kind is Kind.CLUSTER_TRAINING_RUNTIME:
-        name = str_at(runtime, "metadata", "name")
+    name = metadata.get("name")
+    if kind is Kind.CLUSTER_TRAINING_RUNTIME and isinstance(name, str):
         for profile in PROFILES:
             if name in profile.runtimes(policy):
                 return _BOUND[profile.name]
     return UNBOUND
+
+
+def _is_map(value: object) -> TypeGuard[Mapping[object, object]]:
+    # dict first: decoded JSON is plain dicts, and the ABC check is several times slower.
+    return isinstance(value, dict) or isinstance(value, Mapping)  # noqa: SIM101
 
 
 _BOUND: Final = {profile.name: Binding(profile) for profile in PROFILES}

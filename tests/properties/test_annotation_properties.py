@@ -11,6 +11,7 @@ import json
 from hypothesis import given, settings, strategies as st
 
 from app.domain.annotation import AnnotationSyntaxError, InterfaceRef, parse_interfaces
+from app.domain.rules.structure import valid_interface_name
 from tests.builders import PAIRS, annotation
 from tests.properties.strategies import (
     any_text,
@@ -150,3 +151,17 @@ def test_a_non_finite_number_anywhere_is_malformed(
         st.sampled_from([float("nan"), float("inf"), float("-inf")])
     )
     assert parsed(json.dumps(entries)) is None
+
+
+def _linux_accepts(name: str) -> bool:
+    """The rule as docs/rules.md words it, with no fast path: 1-15 bytes of UTF-8 (lone
+    surrogates counted as three), no whitespace, "/" or ":", not "." or ".."."""
+    size = len(name.encode("utf-8", "surrogatepass"))
+    forbidden = any(c in "/:" or c.isspace() for c in name)
+    return 0 < size <= 15 and name not in (".", "..") and not forbidden
+
+
+@CORE
+@given(st.one_of(st.text(max_size=20), st.text(alphabet="abcXYZ0189", max_size=20)))
+def test_interface_name_validity_matches_the_rule(name: str) -> None:
+    assert valid_interface_name(name) == _linux_accepts(name)

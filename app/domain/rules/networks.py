@@ -86,7 +86,10 @@ def device_mode_mismatch(
     sets = networks.param_sets
     if sets is None:
         return None
-    # On every request of a bound object: plain lookups; text only for what is wrong.
+    met = networks.modes_met(profile.name, profile.required_mode)
+    if all(entry.network in met for entry in secondaries if entry.network is not None):
+        return None  # the common case: one set lookup per entry
+    # A mode is wrong, or an entry names a Network the cluster lacks (NotFound says so).
     by_name, required_mode = networks.by_name, profile.required_mode
     wrong = []
     for position, entry in enumerate(secondaries, start=1):
@@ -147,6 +150,9 @@ def network_findings(
     out: VerdictBuilder,
 ) -> None:
     """NetworkNotFound and NetworkNotReady (denied, or a warning under ``not-ready=warn``)."""
+    usable = networks.usable_set
+    if all(entry.network in usable for entry in secondaries if entry.network is not None):
+        return  # the common case: every Network exists and is usable, one set lookup each
     targets = network_targets(secondaries)
     missing = missing_networks(wiring, targets, networks)
     if missing is not None:
