@@ -69,6 +69,36 @@ class _AuditCollector(Collector):
         )
 
 
+class _CertificateCollector(Collector):
+    """What only the self-managed certificate controller knows. Without it (file mode, cert-manager,
+    bring-your-own certificates) the families carry no sample: absent, not 0, so an alert on them
+    cannot fire falsely; ``watch()`` connects the controller."""
+
+    def __init__(self) -> None:
+        self._verifies: Callable[[], bool] | None = None
+        self._ca_expiry: Callable[[], float | None] = lambda: None
+
+    def watch(self, verifies: Callable[[], bool], ca_expiry: Callable[[], float | None]) -> None:
+        self._verifies, self._ca_expiry = verifies, ca_expiry
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        ca = GaugeMetricFamily(
+            "nicguard_ca_certificate_expiry_timestamp_seconds",
+            "Unix time at which the CA signing the served certificate expires",
+        )
+        if (expiry := self._ca_expiry()) is not None:
+            ca.add_metric([], expiry)
+        bundle = GaugeMetricFamily(
+            "nicguard_cabundle_verifies",
+            "1 when the served certificate verifies against the caBundle of every webhook "
+            "of the webhook configuration, else 0 (also when the configuration is absent)",
+        )
+        if self._verifies is not None:
+            bundle.add_metric([], 1.0 if self._verifies() else 0.0)
+        yield ca
+        yield bundle
+
+
 class Metrics:
     """All nicguard metrics; ``render()`` gives the text exposition format."""
 
@@ -105,18 +135,9 @@ class Metrics:
             "Unix time at which the served certificate expires",
             registry=self.registry,
         )
-        # Self-managed certificates only (app.certificates.controller sets them).
-        self.ca_expiry = Gauge(
-            "nicguard_ca_certificate_expiry_timestamp_seconds",
-            "Unix time at which the CA signing the served certificate expires",
-            registry=self.registry,
-        )
-        self.cabundle_verifies = Gauge(
-            "nicguard_cabundle_verifies",
-            "1 when the served certificate verifies against the caBundle of every webhook "
-            "of the webhook configuration, else 0 (also when the configuration is absent)",
-            registry=self.registry,
-        )
+        # Self-managed certificates only (app.serve connects app.certificates.controller).
+        self.certificates = _CertificateCollector()
+        self.registry.register(self.certificates)
         self.registry.register(_CacheCollector(statuses))
         if audit is not None:
             self.registry.register(_AuditCollector(*audit))

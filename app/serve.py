@@ -9,7 +9,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import math
 import signal
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
@@ -103,9 +102,8 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         return not reasons, caches, reasons
 
     if certs is not None:
-        verifies, ca_expiry = certs.verifies, certs.ca_expiry
-        metrics.cabundle_verifies.set_function(lambda: float(verifies(reloader.info.fingerprint)))
-        metrics.ca_expiry.set_function(lambda: ca_expiry() or math.nan)
+        verifies = certs.verifies
+        metrics.certificates.watch(lambda: verifies(reloader.info.fingerprint), certs.ca_expiry)
     admission = create_admission_app(
         view=view,
         policy=settings.policy,

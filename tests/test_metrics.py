@@ -35,3 +35,21 @@ def test_failing_runtimes_are_counted_per_code() -> None:
     assert 'nicguard_audit_runtimes{result="fail"} 3.0' in text
     assert 'nicguard_audit_violations{code="NetworkNotReady"} 3.0' in text
     assert "nicguard_audit_last_change_timestamp_seconds 1.7e+09" in text
+
+
+def test_certificate_facts_are_absent_until_the_controller_is_watched() -> None:
+    metrics = Metrics(list)
+    text = metrics.render().decode()
+    assert "# TYPE nicguard_cabundle_verifies gauge" in text
+    assert "\nnicguard_cabundle_verifies " not in text
+    assert "\nnicguard_ca_certificate_expiry_timestamp_seconds " not in text
+    expiry: list[float | None] = [None]
+    verifies = [False]
+    metrics.certificates.watch(lambda: verifies[0], lambda: expiry[0])
+    text = metrics.render().decode()
+    assert "\nnicguard_cabundle_verifies 0.0" in text
+    assert "\nnicguard_ca_certificate_expiry_timestamp_seconds " not in text  # none installed yet
+    expiry[0], verifies[0] = 1_700_000_000.0, True
+    text = metrics.render().decode()
+    assert "\nnicguard_cabundle_verifies 1.0" in text
+    assert "\nnicguard_ca_certificate_expiry_timestamp_seconds 1.7e+09" in text
