@@ -11,7 +11,7 @@ STAMP313 := $(VENV313)/.installed
 PYTHON313 ?= $(shell p="$$(pyenv prefix 3.13 2>/dev/null | head -n 1)"; \
   if [ -x "$$p/bin/python3.13" ]; then echo "$$p/bin/python3.13"; else command -v python3.13; fi)
 
-.PHONY: run test lint unit unit-py313 slow e2e k8s-bins demo clean
+.PHONY: run test lint unit unit-py313 slow e2e k8s-bins helm demo clean
 
 # Serve the webhook on the example cluster state (file mode) with self-signed certs in certs/.
 run: $(STAMP)
@@ -34,10 +34,20 @@ lint: $(STAMP)
 	$(BIN)/hadolint Dockerfile
 
 # The fast tier: everything but the e2e tier and the timing windows of a live process (slow).
-unit: $(STAMP)
-	$(ON_PATH) $(BIN)/pytest -m "not e2e and not slow" --cov --cov-report=term-missing:skip-covered
+unit: $(STAMP) promtool helm
+	NICGUARD_HELM="$$(scripts/helm-bin.sh)" $(ON_PATH) \
+	  $(BIN)/pytest -m "not e2e and not slow" --cov --cov-report=term-missing:skip-covered
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=100
 	$(BIN)/coverage report --fail-under=90 --format=total  # in-process branch coverage of app/, %
+
+# promtool checks and unit-tests the alert rules (tests/monitoring); installed like wrk below.
+.PHONY: promtool
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  echo "unit: installing promtool (Debian package prometheus) with apt-get"; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
 
 # Timing windows on a live `nicguard serve` (graceful shutdown): seconds each, run by `make test`.
 slow: $(STAMP)
@@ -45,8 +55,9 @@ slow: $(STAMP)
 
 # Every test but the e2e tier (unit and slow) on Python 3.13: PYTHON313 is found with
 # `pyenv prefix 3.13`, else python3.13 on PATH; pass PYTHON313=/path/to/python3.13 to choose.
-unit-py313: $(STAMP313)
-	PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" $(VENV313)/bin/pytest -m "not e2e"
+unit-py313: $(STAMP313) promtool helm
+	NICGUARD_HELM="$$(scripts/helm-bin.sh)" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" \
+	  $(VENV313)/bin/pytest -m "not e2e"
 
 $(STAMP313): pyproject.toml
 	@py="$(PYTHON313)"; \
@@ -65,9 +76,13 @@ $(STAMP313): pyproject.toml
 k8s-bins:
 	@scripts/k8s-bins.sh
 
+# helm for the chart tests (tests/chart, tests/e2e/test_helm.py): prints its path (builds once).
+helm:
+	@scripts/helm-bin.sh
+
 # End-to-end tests against a real kube-apiserver + etcd on loopback (fails, never skips, without them).
-e2e: $(STAMP) k8s-bins
-	bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) \
+e2e: $(STAMP) k8s-bins helm
+	bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" NICGUARD_HELM="$$(scripts/helm-bin.sh)" $(ON_PATH) \
 	  $(BIN)/pytest -m e2e tests/e2e -v
 
 # nicguard behind a real apiserver: one good apply and three denials, then everything is stopped.

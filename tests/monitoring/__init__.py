@@ -1,0 +1,1 @@
+"""Tests of the alert rules, the Grafana dashboard and the monitoring overlay."""
