@@ -6,7 +6,7 @@ are expanded, nested or not; every failure is one line naming the file, the docu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -21,6 +21,7 @@ from app.domain.cluster import (
     snapshot_of,
 )
 from app.domain.fields import JsonMap, as_list, as_map
+from app.statelists import JsonList, json_list, json_list_items
 
 
 class DocumentError(ValueError):
@@ -64,10 +65,21 @@ def load_yaml(text: str) -> object:
 
 def load_all_yaml(text: str) -> list[object]:
     """Every document in a multi-document stream (empty documents dropped); raises DocumentError."""
-    try:
-        return [doc for doc in yaml.load_all(text, Loader=_LOADER) if doc is not None]
-    except _DECODE_ERRORS as error:
-        raise DocumentError(_reason(error)) from None
+    return list(iter_yaml_documents(text))
+
+
+def iter_yaml_documents(text: str) -> Iterator[object]:
+    """``load_all_yaml`` one document at a time: only the current one is decoded at once."""
+    documents = yaml.load_all(text, Loader=_LOADER)
+    while True:
+        try:
+            document = next(documents)
+        except StopIteration:
+            return
+        except _DECODE_ERRORS as error:
+            raise DocumentError(_reason(error)) from None
+        if document is not None:
+            yield document
 
 
 SUFFIXES: Final = (".yaml", ".yml", ".json")
@@ -116,21 +128,35 @@ def _files(path: Path) -> Iterator[Path]:
 
 def _objects_in(file: Path) -> Iterator[SourcedObject]:
     try:
+        listed = json_list(file, _is_list_kind)
+        if listed is not None:
+            streamed = _objects_of(file, 1, _listed(listed, json_list_items(file), ""))
+            first = next(streamed, None)
+            if first is not None:
+                yield first
+                yield from streamed
+                return
+            # No items (none, null, or not a list): read whole, as any other file.
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         raise StateFileError(f"{file}: cannot read: {reason}") from None
     try:
-        documents = load_all_yaml(text)
+        for number, document in enumerate(iter_yaml_documents(text), start=1):
+            yield from _objects_of(file, number, _expand(document, ""))
     except DocumentError as error:
         raise StateFileError(f"{file}: invalid YAML/JSON: {error}") from None
-    for number, document in enumerate(documents, start=1):
-        for item, obj in _expand(document, ""):
-            mapping = as_map(obj)
-            if mapping is None or not isinstance(mapping.get("kind"), str):
-                where = f"document {number}" + (f", {item}" if item else "")
-                raise StateFileError(f"{file}: {where} is not a Kubernetes object")
-            yield SourcedObject(obj=mapping, file=file, document=number, item=item)
+
+
+def _objects_of(
+    file: Path, number: int, found: Iterator[tuple[str, object]]
+) -> Iterator[SourcedObject]:
+    for item, obj in found:
+        mapping = as_map(obj)
+        if mapping is None or not isinstance(mapping.get("kind"), str):
+            where = f"document {number}" + (f", {item}" if item else "")
+            raise StateFileError(f"{file}: {where} is not a Kubernetes object")
+        yield SourcedObject(obj=mapping, file=file, document=number, item=item)
 
 
 def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
@@ -145,11 +171,14 @@ def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
     if entries is None:
         yield item, None  # reported as "not a Kubernetes object" at the list itself
         return
+    yield from _listed(JsonList(kind, mapping.get("apiVersion")), entries, item)
+
+
+def _listed(listed: JsonList, entries: Iterable[object], item: str) -> Iterator[tuple[str, object]]:
     # The raw API leaves apiVersion and kind off the items of a typed list (a ConfigMapList's
     # ConfigMaps): they are the list's, without "List".
-    inherited = (
-        {} if kind == "List" else {"apiVersion": mapping.get("apiVersion"), "kind": kind[:-4]}
-    )
+    kind = listed.kind
+    inherited = {} if kind == "List" else {"apiVersion": listed.api_version, "kind": kind[:-4]}
     for position, entry in enumerate(entries):
         path = f"{item}.items[{position}]" if item else f"items[{position}]"
         found = as_map(entry)
@@ -159,7 +188,11 @@ def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
 
 
 def _is_list(mapping: JsonMap, kind: str) -> bool:
-    return kind == "List" or (kind.endswith("List") and len(kind) > 4 and "items" in mapping)
+    return kind == "List" or (_is_list_kind(kind) and "items" in mapping)
+
+
+def _is_list_kind(kind: str) -> bool:
+    return kind == "List" or (kind.endswith("List") and len(kind) > 4)
 
 
 def state_snapshot(

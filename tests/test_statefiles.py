@@ -9,14 +9,23 @@ import pytest
 
 from app.domain.fields import str_at
 from app.statefiles import StateFileError, load_objects
+from app.statelists import json_list
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 NET = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
 
 
 def _found(tmp_path: Path, *documents: object) -> list[tuple[str, str, str, str]]:
-    path = tmp_path / "state.yaml"
-    path.write_text("\n---\n".join(json.dumps(d) for d in documents))
+    found = _read(tmp_path / "state.yaml", "\n---\n".join(json.dumps(d) for d in documents))
+    if len(documents) == 1:
+        # One JSON document (a list: read item by item) must read exactly as the same in YAML.
+        as_json = _read(tmp_path / "state.json", json.dumps(documents[0], indent=1))
+        assert [(a, k, n, w.replace("state.json", "state.yaml")) for a, k, n, w in as_json] == found
+    return found
+
+
+def _read(path: Path, text: str) -> list[tuple[str, str, str, str]]:
+    path.write_text(text)
     return [
         (
             str_at(o.obj, "apiVersion") or "",
@@ -135,6 +144,54 @@ def test_lists_are_read_as_the_api_and_kubectl_write_them(
 def test_an_item_that_is_not_an_object_is_an_error_naming_it(
     tmp_path: Path, document: object, where: str
 ) -> None:
-    with pytest.raises(StateFileError) as raised:
-        _found(tmp_path, document)
-    assert str(raised.value).endswith(f"state.yaml: {where} is not a Kubernetes object")
+    for name in ("state.yaml", "state.json"):
+        with pytest.raises(StateFileError) as raised:
+            _read(tmp_path / name, json.dumps(document))
+        assert str(raised.value).endswith(f"{name}: {where} is not a Kubernetes object")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            # kubectl get -o json: keys sorted, so the items come before the kind.
+            json.dumps({"apiVersion": "v1", "items": [CM, NET], "kind": "List"}),
+            id="kubectl-key-order",
+        ),
+        pytest.param(
+            json.dumps(
+                {"kind": "NetworkList", "apiVersion": "networking.gke.io/v1", "items": [NET]}
+            ).replace('"kind": "Network", ', ""),
+            id="raw-api-key-order",
+        ),
+    ],
+)
+def test_a_json_list_is_read_item_by_item(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(text)
+    listed = json_list(path, lambda kind: kind.endswith("List"))
+    assert listed is not None
+    assert [str_at(o.obj, "kind") for o in load_objects([path])][-1] == "Network"
+    assert [o.where.split(": ", 1)[1] for o in load_objects([path])][-1].endswith("]")
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        pytest.param(json.dumps(CM), ["a"], id="one-object"),
+        pytest.param(f"{json.dumps(CM)}\n---\n{json.dumps(NET)}", ["a", "n"], id="two-documents"),
+        pytest.param(
+            '{"kind": "List", "items": [{kind: ConfigMap, metadata: {name: a}},]}',
+            ["a"],
+            id="yaml-flow-style",
+        ),
+        pytest.param(f"# saved\n{json.dumps(CM)}", ["a"], id="yaml-comment-first"),
+    ],
+)
+def test_a_json_file_that_is_not_one_json_list_is_read_as_yaml(
+    tmp_path: Path, text: str, names: list[str]
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(text)
+    assert json_list(path, lambda kind: kind.endswith("List")) is None
+    assert [str_at(o.obj, "metadata", "name") for o in load_objects([path])] == names
