@@ -29,17 +29,19 @@ def json_list(file: Path, is_list_kind: Callable[[str], bool]) -> JsonList | Non
     None for anything else (YAML, several documents, a single object, invalid JSON), which the
     caller reads whole as before.
 
-    Two passes of the C tokenizer, each building only the one top-level value asked for; the
-    first also proves the whole file is valid JSON, so streaming it later cannot fail halfway.
+    A pass of the C tokenizer building only the top-level ``kind`` (and, for a typed list, one
+    more for ``apiVersion``); it also proves the whole file is valid JSON, so streaming it later
+    cannot fail halfway.
     """
     if not _starts_an_object(file):
         return None
     try:
         kinds = _top_level(file, "kind")
-        versions = _top_level(file, "apiVersion")
+        if len(kinds) != 1 or not isinstance(kinds[0], str) or not is_list_kind(kinds[0]):
+            return None
+        # kubectl's List needs nothing more; a typed list lends its apiVersion to its items.
+        versions = [] if kinds[0] == "List" else _top_level(file, "apiVersion")
     except (ijson.JSONError, ValueError, OSError):
-        return None
-    if len(kinds) != 1 or not isinstance(kinds[0], str) or not is_list_kind(kinds[0]):
         return None
     return JsonList(kind=kinds[0], api_version=versions[-1] if versions else None)
 

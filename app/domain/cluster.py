@@ -22,7 +22,7 @@ from app.domain.network import (
     param_set_from_object,
 )
 from app.domain.recipe import LoadYaml, Recipe, RecipeMissing, recipe_from_configmap
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.domain.verdict import shown
 
 

@@ -6,10 +6,12 @@ take the counts it keeps.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Final
 
 from app.domain.annotation import AnnotationSyntaxError, parse_interfaces
@@ -62,8 +64,9 @@ _LISTING_CODES: Final = frozenset({Code.NETWORK_NOT_FOUND, Code.NETWORK_NOT_READ
 
 
 def standing_of(verdict: Verdict) -> Standing:
-    if verdict.violations:
-        return Standing(Result.FAIL, verdict.violations)
+    # Under enforcement=warn what would deny still fails: the audit is what a rollout reads.
+    if verdict.denying:
+        return Standing(Result.FAIL, verdict.denying)
     if verdict.waived:
         return Standing(Result.WARN, verdict.waived)
     return PASSING
@@ -78,8 +81,9 @@ def judge(key: RuntimeKey, runtime: JsonMap, view: ClusterSnapshot, policy: Poli
     return standing_of(evaluate(review, view, policy))
 
 
-def named_networks(runtime: JsonMap) -> frozenset[str]:
-    """Every Network the runtime's wired templates name (malformed annotations name none)."""
+def named_networks(runtime: JsonMap) -> tuple[str, ...]:
+    """Every Network the runtime's wired templates name, sorted, each once (malformed
+    annotations name none)."""
     names: set[str] = set()
     for template in wired_templates(runtime):
         if not isinstance(template, PodTemplate):
@@ -92,7 +96,14 @@ def named_networks(runtime: JsonMap) -> frozenset[str]:
             names.update(e.network for e in parse_interfaces(raw) if e.network is not None)
         except AnnotationSyntaxError:
             continue
-    return frozenset(names)
+    # Interned: runtimes naming the same Networks then hold one copy of each name.
+    return tuple(sorted(sys.intern(name) for name in names))
+
+
+@lru_cache(maxsize=1024)
+def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The first of equal name tuples recently seen: runtimes stamped from one template share it."""
+    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +158,11 @@ class DriftBook:
     standings: dict[RuntimeKey, Standing] = field(default_factory=dict)
     results: Counter[Result] = field(default_factory=Counter)
     failing_codes: Counter[Code] = field(default_factory=Counter)
-    # Indexed by name set, not by Network, and nothing per runtime beyond its key in one set:
-    # runtimes stamped from one template share one set of names and one set of keys, however
-    # many Networks it names (memory: BENCHMARKS.md).
-    _holders: dict[frozenset[str], set[RuntimeKey]] = field(default_factory=dict)
-    """A name set -> the runtimes naming exactly those Networks."""
-    _sets_naming: dict[str, set[frozenset[str]]] = field(default_factory=dict)
+    _named: dict[RuntimeKey, tuple[str, ...]] = field(default_factory=dict)
+    """A runtime -> the Networks it names (sorted; runtimes stamped from one template share one
+    tuple). Nothing indexes the other way: a Network change scans these, ~10 ms per 100,000
+    runtimes, where an index per Network cost 1 KB per runtime wired its own way (BENCHMARKS.md,
+    memory)."""
     _bound: set[RuntimeKey] = field(default_factory=set)
     _listing: set[RuntimeKey] = field(default_factory=set)
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
@@ -163,10 +173,13 @@ class DriftBook:
         if change.everything:
             return set(runtimes).union(self.standings)
         keys = set(change.runtimes)
-        for network in change.networks:
-            for names in self._sets_naming.get(network, ()):
-                keys |= self._holders[names]
-        if change.networks:
+        changed = change.networks
+        if len(changed) == 1:
+            (network,) = changed
+            keys.update(key for key, names in self._named.items() if network in names)
+        elif changed:
+            keys.update(key for key, names in self._named.items() if not changed.isdisjoint(names))
+        if changed:
             keys |= self._listing
         if change.recipe:
             keys |= self._bound
@@ -222,34 +235,15 @@ class DriftBook:
             yield Transition(key, before, after)
 
     def _index(self, key: RuntimeKey, runtime: JsonMap | None) -> None:
-        names = frozenset() if runtime is None else named_networks(runtime)
-        holders = self._holders.get(names) if names else None
-        if holders is None or key not in holders:  # it moved, appeared or went: look it up
-            self._unhold(key)
-            if names:
-                if holders is None:
-                    holders = self._holders[names] = set()
-                    for name in names:
-                        self._sets_naming.setdefault(name, set()).add(names)
-                holders.add(key)
+        names = () if runtime is None else named_networks(runtime)
+        if names:
+            self._named[key] = _shared_names(names)
+        else:
+            self._named.pop(key, None)
         if runtime is not None and recipe_candidate(key[0], runtime, self.policy):
             self._bound.add(key)
         else:
             self._bound.discard(key)
-
-    def _unhold(self, key: RuntimeKey) -> None:
-        """Remove ``key`` from the name set holding it (there are few: one per wiring)."""
-        for names, holders in self._holders.items():
-            if key in holders:
-                holders.discard(key)
-                if not holders:
-                    del self._holders[names]
-                    for name in names:
-                        naming = self._sets_naming[name]
-                        naming.discard(names)
-                        if not naming:
-                            del self._sets_naming[name]
-                return
 
     def _count(self, standing: Standing | None, delta: int) -> None:
         if standing is None:

@@ -36,7 +36,7 @@ from app.domain.network import (
     param_set_from_object,
 )
 from app.domain.recipe import Recipe, RecipeMissing
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.kube.client import ApiListWatch, get_json
 from app.kube.errors import FORBIDDEN, NOT_FOUND, TRANSPORT_ERRORS, status_of, summary
 from app.kube.watch_cache import DEFAULT_PACING, CacheState, ListWatch, Pacing, WatchCache

@@ -27,7 +27,7 @@ from app.domain.network import (
     param_set_from_object,
 )
 from app.domain.recipe import Recipe, RecipeMissing
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.kube.client import ApiListWatch, ListCall
 from app.kube.cluster_view import (
     CLUSTER_RUNTIME_PLURAL,

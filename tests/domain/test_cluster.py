@@ -17,7 +17,7 @@ from app.domain.cluster import (
 from app.domain.kinds import Kind, trainer_kind
 from app.domain.network import Network, ParamSet
 from app.domain.recipe import Recipe, RecipeMissing
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.statefiles import load_yaml
 from tests.builders import (
     RECIPE_NAME,

@@ -212,6 +212,11 @@ def test_equal_findings_have_equal_fingerprints_and_any_other_finding_set_anothe
             Standing(Result.FAIL, BASE[:1]),
             id="violations-hide-the-waived",
         ),
+        pytest.param(
+            Verdict(warned=BASE, waived=BASE[1:]),
+            Standing(Result.FAIL, BASE),
+            id="enforcement-warn-still-fails",
+        ),
     ],
 )
 def test_a_verdict_becomes_a_standing(verdict: Verdict, expected: Standing) -> None:
@@ -380,7 +385,7 @@ def test_judge_is_a_create_so_nothing_is_grandfathered() -> None:
 def test_named_networks_are_those_the_wired_templates_name(
     obj: JsonMap, expected: set[str]
 ) -> None:
-    assert named_networks(obj) == frozenset(expected)
+    assert named_networks(obj) == tuple(sorted(set(expected)))
 
 
 # -- Change ------------------------------------------------------------------------------------
@@ -703,17 +708,18 @@ def test_rejudge_takes_the_keys_it_is_given() -> None:
 # -- DriftBook: shared name sets ---------------------------------------------------------------
 
 
-def test_runtimes_naming_the_same_networks_share_one_name_set() -> None:
+def test_runtimes_naming_the_same_networks_share_one_name_tuple() -> None:
     copies = [naming(f"copy-{i}", "net-a", "net-b") for i in range(3)]
     book = primed(cluster(*copies, PLAIN))
-    names = frozenset({"default", "net-a", "net-b"})
-    # One set of keys for the three copies, reached from each Network they name; the runtime
-    # naming nothing costs nothing.
-    assert book._holders == {names: {ctr(f"copy-{i}") for i in range(3)}}
-    assert book._sets_naming == {"default": {names}, "net-a": {names}, "net-b": {names}}
+    # One tuple of names for the three copies; the runtime naming nothing costs nothing.
+    named = [book._named[ctr(f"copy-{i}")] for i in range(3)]
+    assert named[0] == ("default", "net-a", "net-b")
+    assert named[1] is named[0]
+    assert named[2] is named[0]
+    assert set(book._named) == {ctr(f"copy-{i}") for i in range(3)}
 
     applied(book, EVERYTHING, cluster())
-    assert (book._holders, book._sets_naming, book._bound) == ({}, {}, set())
+    assert (book._named, book._bound) == ({}, set())
 
 
 # -- DriftBook: a partial view changes nothing -------------------------------------------------
@@ -833,20 +839,22 @@ def test_a_runtime_created_and_deleted_between_two_passes_is_no_transition() -> 
     assert set(book.standings) == {ctr("a")}
 
 
-def test_a_name_set_nobody_names_any_more_is_forgotten() -> None:
+def test_a_runtime_that_stops_naming_a_network_is_no_longer_affected_by_it() -> None:
     book = primed(cluster(ONE, BOTH))
-    assert frozenset({"default", "net-a"}) in book._holders
+    net_a = Change(networks=frozenset({"net-a"}))
+    assert book.affected(net_a, {}) == {ctr("a"), ctr("ab")}
     applied(book, Change(runtimes=frozenset({ctr("a")})), cluster(BOTH))
-    assert set(book._holders) == {frozenset({"default", "net-a", "net-b"})}
-    assert book._sets_naming["net-a"] == {frozenset({"default", "net-a", "net-b"})}
+    assert book.affected(net_a, {}) == {ctr("ab")}
 
 
-def test_a_runtime_moving_to_a_name_set_others_hold_joins_them() -> None:
+def test_a_runtime_moving_to_networks_others_name_is_affected_with_them() -> None:
     book = primed(cluster(ONE, BOTH))
     moved = cluster(naming("a", "net-a", "net-b"), BOTH)
     applied(book, Change(runtimes=frozenset({ctr("a")})), moved)
-    assert book._holders == {frozenset({"default", "net-a", "net-b"}): {ctr("a"), ctr("ab")}}
+    assert book._named[ctr("a")] is book._named[ctr("ab")]
     assert book.affected(Change(networks=frozenset({"net-b"})), {}) == {ctr("a"), ctr("ab")}
+    both = Change(networks=frozenset({"net-b", "elsewhere"}))
+    assert book.affected(both, {}) == {ctr("a"), ctr("ab")}
 
 
 def test_to_judge_lists_what_is_affected_in_key_order() -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from app.domain.evaluate import Operation, evaluate
 from app.domain.policy import Policy
-from app.domain.template import PodTemplate, slim_runtime, wired_jobs, wired_templates
+from app.domain.slim import slim_runtime
+from app.domain.template import PodTemplate, wired_jobs, wired_templates
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,

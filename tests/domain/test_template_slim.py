@@ -6,7 +6,8 @@ import pytest
 
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.template import NODE_JOB, PodTemplate, job_template, slim_runtime
+from app.domain.slim import slim_runtime
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.wiring import template_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -172,3 +173,38 @@ def test_the_node_template_reads_the_same_from_the_slim_copy(obj: JsonMap) -> No
         assert template_wiring(slim) == template_wiring(full)
     else:
         assert slim == full
+
+
+@pytest.mark.parametrize(
+    ("obj", "keys"),
+    [
+        pytest.param(
+            runtime(jobs=[node_job(WIRED)]), ["apiVersion", "kind", "metadata", "spec"], id="whole"
+        ),
+        pytest.param({"kind": "X"}, ["kind", "metadata"], id="no-api-version-no-spec"),
+        pytest.param({"apiVersion": "v"}, ["apiVersion", "metadata"], id="no-kind"),
+        pytest.param(
+            {"spec": {"mlPolicy": {"mpi": {"runLauncherAsNode": True}}}},
+            ["metadata", "spec"],
+            id="launcher-flag-without-jobs",
+        ),
+    ],
+)
+def test_the_slim_copy_reads_as_the_object_it_stands_for(obj: JsonMap, keys: list[str]) -> None:
+    slim = slim_runtime(obj)
+    assert list(slim) == keys
+    assert len(slim) == len(keys)
+    assert dict(slim) == {key: slim[key] for key in keys}
+    assert repr(slim) == f"SlimRuntime({dict(slim)!r})"
+    for absent in {"apiVersion", "kind", "spec", "status"} - set(keys):
+        assert absent not in slim
+        with pytest.raises(KeyError):
+            slim[absent]
+
+
+def test_runtimes_stamped_from_one_template_share_their_wiring() -> None:
+    first, second = (
+        slim_runtime(runtime(name, jobs=[node_job(dict(WIRED))])) for name in ("a", "b")
+    )
+    assert first["metadata"] != second["metadata"]
+    assert first["spec"] is second["spec"]

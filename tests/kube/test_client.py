@@ -7,7 +7,7 @@ import json
 
 import urllib3
 
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.kube.client import (
     WATCH_SECONDS,
     WATCH_SILENCE_ALLOWANCE,

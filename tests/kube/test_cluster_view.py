@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -20,7 +20,7 @@ from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.network import Network
 from app.domain.recipe import Recipe, RecipeMissing
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.kube.client import (
     WATCH_SECONDS,
     ClientConfigError,
@@ -185,7 +185,7 @@ def test_runtimes_are_looked_up_by_kind_namespace_and_name(make_view: MakeView) 
     )
     assert view.wait_synced(5)
     found = view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "ignored", "torch")
-    assert isinstance(found, dict)
+    assert isinstance(found, Mapping)
     # The cache keeps what the rules read (slim_runtime): no managedFields, no annotations.
     assert found["metadata"] == {
         "name": "torch",

@@ -20,7 +20,7 @@ from app.domain.kinds import Kind
 from app.domain.network import ParamSet
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.reports import ReportApi
-from app.domain.template import slim_runtime
+from app.domain.slim import slim_runtime
 from app.kube.discovery import served_report_api
 from app.kube.listing import ClusterReadError, list_snapshot
 from tests.builders import (

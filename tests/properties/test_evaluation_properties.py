@@ -13,7 +13,8 @@ from app.domain.evaluate import Operation, Review, evaluate, skip_reason
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind, runtime_ref_of
 from app.domain.policy import NotReady, OnUnverifiable, Policy
-from app.domain.template import NODE_JOB, PodTemplate, job_template, slim_runtime
+from app.domain.slim import slim_runtime
+from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.verdict import Code, Verdict
 from app.domain.wiring import template_wiring, trainjob_wiring
 from tests.builders import RECIPE_BOUND, TCPXO_RUNTIME
