@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 
 from app.domain.cluster import CacheStatus
 from app.domain.drift import DriftBook, Result
-from app.domain.verdict import Verdict
+from app.domain.verdict import Decision, Verdict
 
 # Admission latencies are sub-millisecond to a few ms; the apiserver's own webhook buckets
 # (5 ms .. 25 s) are too coarse below 5 ms.
@@ -111,7 +111,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "nicguard_admission_requests",
-            "Admission requests by decision",
+            "Admission requests by decision (allowed, denied, warned: under enforcement=warn)",
             ["decision", "kind", "operation", "dry_run"],
             registry=self.registry,
         )
@@ -130,6 +130,12 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.connections_closed = Counter(
+            "nicguard_connections_closed",
+            "Connections nicguard closed for breaking a limit, by listener and reason",
+            ["listener", "reason"],
+            registry=self.registry,
+        )
         self.cert_expiry = Gauge(
             "nicguard_certificate_expiry_timestamp_seconds",
             "Unix time at which the served certificate expires",
@@ -143,18 +149,17 @@ class Metrics:
             self.registry.register(_AuditCollector(*audit))
         # labels() stringifies its values and takes a lock on every call; observe() runs on
         # every request with label sets from small closed sets, so it keeps the children.
-        self._requests_by_labels: dict[tuple[bool, str, str, bool], Counter] = {}
+        self._requests_by_labels: dict[tuple[Decision, str, str, bool], Counter] = {}
         self._violations_by_code: dict[str, Counter] = {}
 
     def observe(
         self, *, verdict: Verdict, kind: str, operation: str, dry_run: bool, seconds: float
     ) -> None:
-        allowed = verdict.allowed
-        labels = (allowed, kind, operation, dry_run)
+        decision = verdict.decision
+        labels = (decision, kind, operation, dry_run)
         requests = self._requests_by_labels.get(labels)
         if requests is None:
-            decision = "allowed" if allowed else "denied"
-            requests = self.requests.labels(decision, kind, operation, str(dry_run).lower())
+            requests = self.requests.labels(decision.value, kind, operation, str(dry_run).lower())
             self._requests_by_labels[labels] = requests
         requests.inc()
         self.duration.observe(seconds)
@@ -164,6 +169,15 @@ class Metrics:
             if violations is None:
                 violations = self._violations_by_code[code] = self.violations.labels(code)
             violations.inc()
+
+    def closing(self, listener: str, reasons: Iterable[str]) -> Callable[[str], None]:
+        """Counts the connections ``listener`` closes; every reason is exported (0) from now."""
+        children = {reason: self.connections_closed.labels(listener, reason) for reason in reasons}
+
+        def closed(reason: str) -> None:
+            children[reason].inc()
+
+        return closed
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

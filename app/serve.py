@@ -22,7 +22,7 @@ from app.audit.writer import Writer
 from app.certificates.certdir import ensure_cert_dir
 from app.certificates.pem import check_pair
 from app.certificates.rotation import Lifetimes
-from app.certificates.tls import CertReloader, make_uvicorn_config, server_ssl_context
+from app.certificates.tls import CertReloader, server_ssl_context
 from app.config import ServeOptions, Settings, serve_options
 from app.domain.cluster import (
     CacheStatus,
@@ -31,10 +31,11 @@ from app.domain.cluster import (
 )
 from app.domain.drift import EVERYTHING
 from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
-from app.logs import configure_logging
+from app.logs import configure_logging, serve_as_secondary
 from app.metrics import Metrics
 from app.statefiles import state_snapshot
 from app.web.admission import create_admission_app
+from app.web.guard import Closed, GuardedServer, guarded_config
 from app.web.probes import create_probe_app
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class _Lifecycle:
     draining: bool = False
 
 
-class _Server(uvicorn.Server):
+class _Server(GuardedServer):
     """A uvicorn server that leaves signals to nicguard: two servers share one process."""
 
     @contextlib.contextmanager
@@ -80,8 +81,10 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     options = serve_options(args, environ)
     view: ClusterView
     if options.state is not None:
-        snapshot, statuses, stop_view = _file_view(options.state, settings)
-        view, certs, auditor = snapshot, None, _file_audit(snapshot, settings)
+        snapshot, statuses = _file_view(options.state, settings)
+        auditor = _file_audit(snapshot, settings)
+        view, certs = snapshot, None
+        stop_view: Stopper = auditor.stop
         fetch_runtime, alive = None, _always
     else:
         kube = _kubernetes(options, settings)
@@ -113,12 +116,15 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         recipe=settings.recipe_configmap,
     )
     probes = create_probe_app(readiness=readiness, liveness=alive, metrics=metrics)
+    # Both listeners cap their connections and give each request a deadline (app/web/guard.py,
+    # docs/operations.md "Hostile clients"); the webhook's TLS starts once a connection has a place.
     webhook = _Server(
-        make_uvicorn_config(
+        guarded_config(
             admission,
             host=options.host,
             port=options.port,
-            ssl_context=reloader.context,
+            tls=reloader.context,
+            on_closed=metrics.closing("webhook", Closed),
             access_log=False,
             log_config=None,
             timeout_graceful_shutdown=_DRAIN_SECONDS,
@@ -126,8 +132,14 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         )
     )
     probe = _Server(
-        uvicorn.Config(
-            probes, host=options.host, port=options.probe_port, access_log=False, log_config=None
+        guarded_config(
+            probes,
+            host=options.host,
+            port=options.probe_port,
+            tls=None,
+            on_closed=metrics.closing("probes", Closed),
+            access_log=False,
+            log_config=None,
         )
     )
     tls = _Tls(reloader, certs, options.cert_period)
@@ -166,7 +178,11 @@ async def _run(
 
     if tls.certs is not None:
         tls.certs.start(on_installed=wake)
-    servers = [asyncio.create_task(webhook.serve()), asyncio.create_task(probe.serve())]
+    # One process, two servers: the probes' copy of uvicorn's start/stop lines is left out.
+    servers = [
+        asyncio.create_task(webhook.serve()),
+        asyncio.create_task(serve_as_secondary(probe.serve())),
+    ]
     watcher = asyncio.create_task(_watch_certificate(tls, metrics, installed))
     sweeper = asyncio.create_task(sweep_cycles())
     done, _ = await asyncio.wait(
@@ -211,17 +227,18 @@ def _always() -> bool:
 
 
 def _file_audit(view: ClusterSnapshot, settings: Settings) -> Auditor:
-    """The static state judged once, so the audit metrics say the same as ``nicguard audit``."""
+    """The static state judged once, so the audit metrics say the same as ``nicguard audit``;
+    on the audit's thread, so answering does not wait for it (100,000 runtimes: ~6 s)."""
     auditor = Auditor(lambda: view, settings.policy)
+    auditor.start()
     auditor.notify(EVERYTHING)
-    auditor.run_pass()
     return auditor
 
 
-def _file_view(state: Path, settings: Settings) -> tuple[ClusterSnapshot, CacheStatuses, Stopper]:
+def _file_view(state: Path, settings: Settings) -> tuple[ClusterSnapshot, CacheStatuses]:
     snapshot = state_snapshot(state, settings.recipe_configmap, logger.info)
     logger.info("serving in file mode", extra={"state": str(state)})
-    return snapshot, lambda: [CacheStatus(name="files", synced=True)], lambda: None
+    return snapshot, lambda: [CacheStatus(name="files", synced=True)]
 
 
 @dataclass(frozen=True, slots=True)
