@@ -8,20 +8,27 @@ FROM python:3.13-slim-bookworm AS build
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/nicguard
-COPY pyproject.toml README.md ./
+# Pinned dependencies first (their layer outlives changes to app/): every version fixed and every
+# file checked against its hash in requirements.lock (`make lock`), the build backend included.
+COPY requirements.lock ./
+RUN /opt/nicguard/bin/pip install --require-hashes --no-deps --no-compile -r requirements.lock
+COPY pyproject.toml README.md LICENSE ./
 COPY app ./app
-RUN /opt/nicguard/bin/pip install --no-compile . \
+# nicguard itself: no dependency resolved here, no build backend fetched (no build isolation).
+RUN /opt/nicguard/bin/pip install --no-deps --no-compile --no-build-isolation . \
     && /opt/nicguard/bin/pip uninstall --yes pip setuptools \
     && find /opt/nicguard -name '__pycache__' -prune -exec rm -rf {} +
 
 FROM python:3.13-slim-bookworm
 LABEL org.opencontainers.image.title="nicguard" \
-      org.opencontainers.image.description="Validating admission webhook for GKE multi-NIC wiring of Kubeflow Trainer workloads"
+      org.opencontainers.image.description="Validating admission webhook for GKE multi-NIC wiring of Kubeflow Trainer workloads" \
+      org.opencontainers.image.licenses="Apache-2.0"
 ENV PATH=/opt/nicguard/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     NICGUARD_CERT_DIR=/var/run/nicguard/certs
 COPY --from=build /opt/nicguard /opt/nicguard
+COPY LICENSE /usr/share/doc/nicguard/LICENSE
 USER 65532:65532
 EXPOSE 8443 8080
 ENTRYPOINT ["nicguard"]

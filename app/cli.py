@@ -26,13 +26,56 @@ from app.statefiles import StateFileError
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 
+_CHECK_DESCRIPTION = (
+    "Judge every ClusterTrainingRuntime, TrainingRuntime and TrainJob in the FILEs as a CREATE "
+    "against a file-mode cluster state (--state: Networks, the recipe ConfigMap, runtimes). "
+    "Exit status: 0 when every object is allowed (warnings included), 1 when any object is "
+    "denied, 2 on a usage or input error (one line on stderr)."
+)
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        del kwargs
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version"
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        del namespace, values, option_string
+        print(f"{parser.prog} {version()}")  # noqa: T201
+        parser.exit()
+
+
+def version() -> str:
+    """The version of the installed ``nicguard`` distribution (pyproject.toml's)."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("nicguard")
+    except PackageNotFoundError:  # app/ run from a source tree that was never installed
+        return "unknown"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nicguard", description="Guard the GKE multi-NIC wiring of Kubeflow Trainer objects."
     )
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True)
-    check = commands.add_parser("check", help="judge files offline against a file-mode state")
+    check = commands.add_parser(
+        "check",
+        help="judge files offline against a file-mode state",
+        description=_CHECK_DESCRIPTION,
+    )
     check.add_argument("--state", required=True, type=Path, help="file or directory of state")
     check.add_argument("--output", choices=("text", "json"), default="text")
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from app.domain.cluster import ObjectName
-from app.domain.policy import NotReady, OnUnverifiable, Policy, Protect
+from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Policy, Protect
 from app.domain.reports import ReportApi
 
 _T = TypeVar("_T")
-_E = TypeVar("_E", NotReady, OnUnverifiable, Protect)
+_E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Enforcement)
 
 ENV_PREFIX: Final = "NICGUARD_"
 REPORTS_AUTO: Final = "auto"
@@ -75,6 +75,11 @@ POLICY_OPTIONS: Final = (
     ),
     Option(
         "on-unverifiable", _POLICY.on_unverifiable.value, "deny|allow: when nicguard cannot decide"
+    ),
+    Option(
+        "enforcement",
+        _POLICY.enforcement.value,
+        "deny|warn: warn allows what would be denied, with its lines as warnings (rollout)",
     ),
     Option(
         "protect",
@@ -178,6 +183,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
             not_ready=parse_value(raw, "not-ready", _choice(NotReady)),
             recipe_required=parse_value(raw, "recipe-required", parse_bool),
             on_unverifiable=parse_value(raw, "on-unverifiable", _choice(OnUnverifiable)),
+            enforcement=parse_value(raw, "enforcement", _choice(Enforcement)),
             protect=parse_value(raw, "protect", _choice(Protect)),
         ),
         log_level=parse_value(raw, "log-level", _log_level),

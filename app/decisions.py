@@ -48,7 +48,10 @@ def record_decision(
             "resource_name": name,
             "request_username": username,
             "allowed": verdict.allowed,
-            "violation_codes": [v.code.value for v in verdict.violations],
+            "decision": verdict.decision.value,
+            # What denied, or would have under enforcement=warn (decision "warned").
+            "violation_codes": [v.code.value for v in verdict.denying],
+            "grandfathered_codes": [v.code.value for v in verdict.grandfathered],
             "warnings": list(verdict.warnings),
             "recipe": verdict.recipe,
             "duration_ms": round(duration_ms, 3),

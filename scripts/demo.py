@@ -51,7 +51,7 @@ def set_up(stack: Stack) -> None:
     plane = stack.plane
     say(f"[setup] {plane.versions()} on 127.0.0.1")
     say("[setup] CRDs: Trainer (CTR, TR, TrainJob), GKE Network, GKENetworkParamSet")
-    say("[setup] manifests/: namespace, ServiceAccount and least-privilege RBAC of nicguard")
+    say("[setup] manifests/namespace/, manifests/: namespace, ServiceAccount, least-privilege RBAC")
     say(
         "[setup] nicguard serve (Kubernetes mode) as system:serviceaccount:nicguard-system:nicguard"
     )

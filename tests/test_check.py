@@ -122,7 +122,11 @@ def test_a_state_holding_typed_lists_describes_the_cluster(tmp_path: Path, netwo
         assert "warning" not in run.stdout
     else:
         assert run.returncode == 1
-        assert "[NetworkNotFound] no Network object exists for eth1->gpu-nic-0" in run.stdout
+        assert (
+            "[NetworkNotFound] inherited unchanged from ClusterTrainingRuntime/"
+            "torch-distributed-tcpxo, the object to fix: no Network object exists for "
+            "eth1->gpu-nic-0" in run.stdout
+        )
 
 
 def test_objects_in_files_that_are_not_judged_are_named_on_stderr(tmp_path: Path) -> None:

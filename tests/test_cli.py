@@ -183,3 +183,22 @@ def test_main_in_process_returns_the_exit_status_and_prints_once(
     captured = capsys.readouterr()
     assert out in captured.out
     assert captured.err.startswith(err)
+
+
+def test_version_prints_the_installed_version_and_exits_zero() -> None:
+    import tomllib
+    from importlib.metadata import version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert version("nicguard") == project["version"]
+    run = nicguard("--version")
+    assert (run.returncode, run.stdout, run.stderr) == (0, f"nicguard {project['version']}\n", "")
+
+
+def test_check_help_states_the_exit_codes() -> None:
+    run = nicguard("check", "--help")
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "Exit status: 0 when every object is allowed (warnings included)" in text
+    assert "1 when any object is denied" in text
+    assert "2 on a usage or input error" in text

@@ -18,7 +18,7 @@ from app.config import (
     settings_from,
 )
 from app.domain.cluster import ObjectName
-from app.domain.policy import NotReady, OnUnverifiable, Policy
+from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Policy
 
 
 def _settings(*flags: str, env: dict[str, str] | None = None) -> Settings:
@@ -46,6 +46,22 @@ def test_a_flag_wins_over_the_environment_which_wins_over_the_default() -> None:
 
 
 @pytest.mark.parametrize(
+    ("flags", "env", "expected"),
+    [
+        pytest.param([], {}, Enforcement.DENY, id="default"),
+        pytest.param([], {"NICGUARD_ENFORCEMENT": " Warn "}, Enforcement.WARN, id="env"),
+        pytest.param(
+            ["--enforcement", "deny"], {"NICGUARD_ENFORCEMENT": "warn"}, Enforcement.DENY, id="flag"
+        ),
+    ],
+)
+def test_enforcement_is_a_flag_and_a_variable(
+    flags: list[str], env: dict[str, str], expected: Enforcement
+) -> None:
+    assert _settings(*flags, env=env).policy.enforcement is expected
+
+
+@pytest.mark.parametrize(
     ("flags", "env", "message"),
     [
         pytest.param(
@@ -67,6 +83,12 @@ def test_a_flag_wins_over_the_environment_which_wins_over_the_default() -> None:
             "invalid log-level 'trace' (from --log-level): expected one of debug, info, warning, "
             "error",
             id="log-level",
+        ),
+        pytest.param(
+            [],
+            {"NICGUARD_ENFORCEMENT": "audit"},
+            "invalid enforcement 'audit' (from NICGUARD_ENFORCEMENT): expected one of deny, warn",
+            id="enforcement",
         ),
         pytest.param(
             ["--recipe-configmap", "a/b/c"],

@@ -1,12 +1,15 @@
-"""Evaluating one admission request: what is evaluated, every rule on every wired template, and
-UPDATE grandfathering. The one entry point of the rules (docs/rules.md, docs/architecture.md).
+"""Evaluating one admission request: what is evaluated, every rule on every wired template,
+UPDATE grandfathering and the setting ``enforcement``. The one entry point of the rules
+(docs/rules.md, docs/architecture.md).
 
 Runtimes are evaluated on their own wired templates; TrainJobs on their runtime's, overlaid by
-their own patches. Every applicable rule reports; the result is a Verdict.
+their own patches (a violation they inherit unchanged names the runtime as the object to fix).
+Every applicable rule reports; the result is a Verdict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
@@ -15,7 +18,7 @@ from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, RuntimeKey, Unverifiable, runtime_key
 from app.domain.fields import FieldPath, JsonMap, map_at
 from app.domain.kinds import Guarded, Kind, runtime_ref_of
-from app.domain.policy import Policy, Protect
+from app.domain.policy import RECIPE_BOUND_LABEL, Enforcement, Policy, Protect
 from app.domain.profiles import Binding, binding_of
 from app.domain.recipe import Recipe
 from app.domain.rules import cannot_decide
@@ -26,7 +29,13 @@ from app.domain.rules.protect import (
     recipe_deletion,
     recipe_write,
 )
-from app.domain.rules.recipe import Expected, expected_mapping, recipe_divergence, unwired
+from app.domain.rules.recipe import (
+    Expected,
+    expected_mapping,
+    recipe_divergence,
+    recipe_expected,
+    unwired,
+)
 from app.domain.rules.structure import structure_of
 from app.domain.template import (
     LAUNCHER_JOB,
@@ -35,10 +44,23 @@ from app.domain.template import (
     PodTemplateMissing,
     wired_templates,
 )
-from app.domain.verdict import Verdict, VerdictBuilder, shown
+from app.domain.verdict import Code, Verdict, VerdictBuilder, shown
 from app.domain.wiring import Wiring, template_wiring, trainjob_wiring
 
 _RUNTIME_REF = "spec.runtimeRef"
+# What a TrainJob inherits unchanged is blamed on its runtime, except what is about the cluster
+# (the recipe, a Network's or param set's state, nicguard's view) or names the runtime already.
+_NOT_ATTRIBUTED: Final = frozenset(
+    {
+        Code.RECIPE_UNAVAILABLE,
+        Code.RECIPE_INVALID,
+        Code.CLUSTER_STATE_UNAVAILABLE,
+        Code.NETWORK_API_NOT_SERVED,
+        Code.NETWORK_NOT_READY,
+        Code.DEVICE_MODE_MISMATCH,
+        Code.NODE_JOB_MISSING,
+    }
+)
 
 
 class Operation(StrEnum):
@@ -126,6 +148,19 @@ def runtime_needed(review: Review) -> RuntimeKey | None:
 
 def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:
     """The verdict for one request; never raises for any input."""
+    verdict = _judge(review, view, policy)
+    if policy.enforcement is Enforcement.DENY or verdict.allowed:
+        return verdict
+    # enforcement=warn (docs/rollout.md): what would deny is allowed, its lines the first warnings.
+    return replace(
+        verdict,
+        violations=(),
+        warned=verdict.violations,
+        warnings=tuple(v.render() for v in verdict.violations) + verdict.warnings,
+    )
+
+
+def _judge(review: Review, view: ClusterView, policy: Policy) -> Verdict:
     if isinstance(review.kind, Guarded):
         return _evaluate_guarded(review.kind, review, view, policy)
     if skip_reason(review) is not None or review.kind is None or review.obj is None:
@@ -157,16 +192,17 @@ def _evaluate_guarded(kind: Guarded, review: Review, view: ClusterView, policy: 
 
 
 def _grandfather(verdict: Verdict, previous: Verdict) -> Verdict:
-    """Downgrade violations the old object already had to warnings."""
+    """Downgrade violations the old object already had to warnings, each led by its code."""
     had = {violation.code for violation in (*previous.violations, *previous.waived)}
     kept = tuple(v for v in verdict.violations if v.code not in had)
-    inherited = tuple(v for v in verdict.violations if v.code in had)
+    old = tuple(v for v in verdict.violations if v.code in had)
     return replace(
         verdict,
         violations=kept,
-        waived=verdict.waived + inherited,
+        waived=verdict.waived + old,
+        grandfathered=old,
         warnings=verdict.warnings
-        + tuple(f"pre-existing, wiring unchanged: {v.render()}" for v in inherited),
+        + tuple(f"[{v.code}] pre-existing, wiring unchanged: {v.message}" for v in old),
     )
 
 
@@ -258,8 +294,33 @@ def _evaluate_trainjob(
     )
     # A TrainJob is held to its runtime's profile.
     binding = binding_of(runtime_kind, runtime, policy)
-    _evaluate_templates(subjects, binding=binding, view=view, policy=policy, out=out)
+    scope = f"{namespace}/" if runtime_kind.namespaced else ""
+    origin = shown(f"{runtime_kind.value}/{scope}{ref.name}")
+    _evaluate_templates(subjects, binding=binding, view=view, policy=policy, out=out, origin=origin)
+    _attribute(out, origin, lambda: evaluate_object(runtime_kind, runtime, namespace, view, policy))
     return Evaluation(out.build(), (ref, *(s.wiring.fingerprint() for s in subjects)))
+
+
+def _attribute(out: VerdictBuilder, origin: str, own: Callable[[], Evaluation]) -> None:
+    """Name the runtime as the object to fix in each violation the TrainJob inherits unchanged:
+    at a value it does not patch (``spec.runtimeRef``), and the runtime on its own has it too
+    (``own``, judged only when needed). What its own patches introduce stays its own."""
+    candidates = [
+        i
+        for i, v in enumerate(out.violations)
+        if v.field == _RUNTIME_REF and v.code not in _NOT_ATTRIBUTED
+    ]
+    if not candidates:
+        return
+    its = {(v.code, v.message) for v in own().verdict.violations}
+    for i in candidates:
+        violation = out.violations[i]
+        if (violation.code, violation.message) in its:
+            out.violations[i] = replace(
+                violation,
+                message=f"inherited unchanged from {origin}, the object to fix: "
+                f"{violation.message}",
+            )
 
 
 def _evaluate_templates(
@@ -269,8 +330,10 @@ def _evaluate_templates(
     view: ClusterView,
     policy: Policy,
     out: VerdictBuilder,
+    origin: str = "",
 ) -> None:
-    """Every rule on every wired template; findings name the job when there are several."""
+    """Every rule on every wired template; findings name the job when there are several.
+    ``origin`` names the runtime a TrainJob inherits its wiring from."""
     if binding.warning:
         out.note(binding.warning)
     profile = binding.profile
@@ -286,6 +349,8 @@ def _evaluate_templates(
         secondaries = _evaluate_template(subject, expected, out=scoped)
         if secondaries is not None:
             checked.append((subject.wiring, secondaries, scoped))
+            if profile is None:
+                _order_warning(subject.wiring, secondaries, view, out, scoped.prefix, origin)
     if not checked:
         return
     # The Network view answers for the whole object: when it cannot, that is said once.
@@ -299,6 +364,37 @@ def _evaluate_templates(
             mismatch = device_mode_mismatch(wiring, secondaries, networks, profile)
             if mismatch is not None:
                 scoped.deny(mismatch)
+
+
+def _order_warning(
+    wiring: Wiring,
+    secondaries: tuple[InterfaceRef, ...],
+    view: ClusterView,
+    out: VerdictBuilder,
+    job: str,
+    origin: str,
+) -> None:
+    """An unbound template whose Networks are exactly the delivered recipe's, in another order:
+    allowed, with a warning that names the label that would bind it (docs/rules.md)."""
+    recipe = view.recipe()
+    if not isinstance(recipe, Recipe) or recipe.mapping is None or recipe.problem is not None:
+        return
+    recorded = recipe.mapping
+    if len(secondaries) != len(recorded) or sorted(e.network or "" for e in secondaries) != sorted(
+        e.network or "" for e in recorded
+    ):
+        return
+    divergence = recipe_divergence(wiring, secondaries, recipe_expected(recorded, recipe.ref))
+    if divergence is None:
+        return
+    out.recipe = recipe.ref
+    assert wiring.interfaces is not None  # noqa: S101 - secondaries come from a wired template
+    inherited = f"inherited unchanged from {origin}: " if wiring.interfaces.inherited else ""
+    # Led by its code, before the job's name: a warning cut to 120 characters still says it.
+    out.note(
+        f"[{divergence.code}] {job}{inherited}not recipe-bound (label {RECIPE_BOUND_LABEL}=true "
+        f"binds it): {divergence.message}"
+    )
 
 
 def _evaluate_template(

@@ -34,6 +34,14 @@ class Protect(StrEnum):
     OFF = "off"
 
 
+class Enforcement(StrEnum):
+    """What a denial becomes: ``warn`` allows it with its lines as warnings (the rollout mode,
+    docs/rollout.md)."""
+
+    DENY = "deny"
+    WARN = "warn"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     """Verdict-shaping settings; defaults are documented in docs/configuration.md."""
@@ -44,3 +52,4 @@ class Policy:
     recipe_required: bool = True
     on_unverifiable: OnUnverifiable = OnUnverifiable.DENY
     protect: Protect = Protect.DENY
+    enforcement: Enforcement = Enforcement.DENY

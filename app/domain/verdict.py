@@ -67,18 +67,43 @@ def shown(value: str) -> str:
 NO_RECIPE: Final = "none"
 
 
+class Decision(StrEnum):
+    """What became of a request: the ``decision`` of the audit annotations, the decision log
+    line and the request metric (docs/rules.md)."""
+
+    ALLOWED = "allowed"
+    DENIED = "denied"
+    WARNED = "warned"
+    """Would have been denied; allowed under ``enforcement=warn`` (docs/rollout.md)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
-    """``violations`` deny the object; ``waived`` ones were downgraded to ``warnings``."""
+    """``violations`` deny the object; ``waived`` ones were downgraded to ``warnings`` (by a
+    policy, or by UPDATE grandfathering: those are also in ``grandfathered``); ``warned`` ones
+    would have denied it and were allowed, as warnings, under ``enforcement=warn``."""
 
     violations: tuple[Violation, ...] = ()
     waived: tuple[Violation, ...] = ()
     warnings: tuple[str, ...] = ()
     recipe: str = NO_RECIPE
+    grandfathered: tuple[Violation, ...] = ()
+    warned: tuple[Violation, ...] = ()
 
     @property
     def allowed(self) -> bool:
         return not self.violations
+
+    @property
+    def decision(self) -> Decision:
+        if self.violations:
+            return Decision.DENIED
+        return Decision.WARNED if self.warned else Decision.ALLOWED
+
+    @property
+    def denying(self) -> tuple[Violation, ...]:
+        """The violations that denied, or that would have under ``enforcement=warn``."""
+        return self.violations or self.warned
 
     @property
     def undecided(self) -> bool:

@@ -2,7 +2,8 @@
 
 Denials: ``status.message`` one line per violation (<= 1 KiB), ``details.causes`` per violation
 (per dependent it names, for NetworkInUse and its kin);
-warnings <= 120 characters each; auditAnnotations ``decision``, ``violations``, ``recipe``.
+warnings <= 120 characters each; auditAnnotations ``decision``, ``violations``, ``grandfathered``
+(when any), ``recipe``.
 """
 
 from __future__ import annotations
@@ -100,11 +101,16 @@ def bounded_warnings(warnings: tuple[str, ...]) -> list[str]:
 
 
 def audit_annotations(verdict: Verdict) -> dict[str, str]:
-    return {
-        "decision": "allowed" if verdict.allowed else "denied",
-        "violations": ",".join(v.code.value for v in verdict.violations),
-        "recipe": verdict.recipe,
+    """``violations``: the codes that denied, or would have under ``enforcement=warn``;
+    ``grandfathered``: the codes UPDATE grandfathering downgraded, absent when none."""
+    annotations = {
+        "decision": verdict.decision.value,
+        "violations": ",".join(v.code.value for v in verdict.denying),
     }
+    if verdict.grandfathered:
+        annotations["grandfathered"] = ",".join(v.code.value for v in verdict.grandfathered)
+    annotations["recipe"] = verdict.recipe
+    return annotations
 
 
 def _size(text: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import yaml
@@ -30,20 +30,43 @@ def test_helm_lint_strict_passes() -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+# The opt-in pieces beside the base, and the chart values that render the same objects.
+OPT_IN: Final = ("manifests/namespace", "manifests/recipe-example", "manifests/break-glass")
+OPT_IN_VALUES: Final = (
+    "--set", "namespace.create=true",
+    "--set", "exampleRecipe.create=true",
+    "--set", "rbac.breakGlassEditorBinding=true",
+)  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    ("kustomization", "args"),
+    ("kustomizations", "args"),
     [
-        ("manifests", ()),
-        ("manifests/overlays/cert-manager", ("--set", "certificates.mode=cert-manager")),
+        (("manifests",), ()),
+        (("manifests/overlays/cert-manager",), ("--set", "certificates.mode=cert-manager")),
+        (("manifests", *OPT_IN), OPT_IN_VALUES),
     ],
-    ids=["self-managed", "cert-manager"],
+    ids=["self-managed", "cert-manager", "opt-in pieces"],
 )
 def test_the_chart_renders_the_objects_of_the_kustomization(
-    kustomization: str, args: tuple[str, ...]
+    kustomizations: tuple[str, ...], args: tuple[str, ...]
 ) -> None:
-    expected = comparable(kustomize(ROOT / kustomization))
+    expected = comparable([doc for k in kustomizations for doc in kustomize(ROOT / k)])
     got = comparable(template(*args))
     assert expected == got, differences(expected, got)
+
+
+def test_the_base_owns_no_namespace_no_recipe_and_binds_no_group() -> None:
+    """`kubectl delete -k manifests/` (and `helm uninstall` with defaults) takes no data with it:
+    not the namespace, not a recipe AICR wrote; and nothing grants rights to a group."""
+    for docs in (kustomize(ROOT / "manifests"), template()):
+        kinds = {doc["kind"] for doc in docs}
+        assert "Namespace" not in kinds
+        assert "ConfigMap" not in kinds
+        for binding in (d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+            assert {s["kind"] for s in binding["subjects"]} == {"ServiceAccount"}, binding
+        names = {(doc["kind"], doc["metadata"]["name"]) for doc in docs}
+        assert ("ClusterRole", "nicguard-break-glass-editor") in names
 
 
 def test_the_chart_version_is_the_project_version() -> None:

@@ -20,6 +20,10 @@ SCHEMA_ERROR = "values don't meet the specifications of the schema"
     [
         (("--set", "certificates.mode=vault"), "at '/certificates/mode': value must be one of"),
         (("--set", "settings.protect=never"), "at '/settings/protect': value must be one of"),
+        (
+            ("--set", "settings.enforcement=audit"),
+            "at '/settings/enforcement': value must be one of",
+        ),
         (("--set", "settings.notReady=maybe"), "at '/settings/notReady': value must be one of"),
         (("--set", "settings.logLevel=trace"), "at '/settings/logLevel': value must be one of"),
         (("--set-string", "replicas=two"), "at '/replicas': got string, want integer"),
@@ -51,6 +55,7 @@ SETTINGS = [
     (("settings.notReady", "warn"), {"NICGUARD_NOT_READY": "warn"}),
     (("settings.recipeRequired", False), {"NICGUARD_RECIPE_REQUIRED": "false"}),
     (("settings.onUnverifiable", "allow"), {"NICGUARD_ON_UNVERIFIABLE": "allow"}),
+    (("settings.enforcement", "warn"), {"NICGUARD_ENFORCEMENT": "warn"}),
     (("settings.protect", "warn"), {"NICGUARD_PROTECT": "warn"}),
     (("settings.reports", "off"), {"NICGUARD_REPORTS": "off"}),
     (("settings.logLevel", "debug"), {"NICGUARD_LOG_LEVEL": "debug"}),
@@ -166,9 +171,8 @@ def test_the_image(args: tuple[str, ...], image: str, policy: str | None) -> Non
 
 
 def test_optional_objects_can_be_left_out() -> None:
-    values = ["namespace.create=false", "exampleRecipe.create=false"]
-    values += ["podDisruptionBudget.enabled=false", "rbac.breakGlassEditorBinding=false"]
-    values += ["criticalPodsQuota.create=false"]
+    """Namespace, example recipe and the group binding are off by default; the rest can be."""
+    values = ["podDisruptionBudget.enabled=false", "criticalPodsQuota.create=false"]
     kinds = {(d["kind"], d["metadata"]["name"]) for d in template(*(f"--set={v}" for v in values))}
     for gone in [
         ("Namespace", "nicguard-system"),
@@ -183,7 +187,9 @@ def test_optional_objects_can_be_left_out() -> None:
 
 def test_moving_the_recipe_moves_its_role_webhook_and_example() -> None:
     """The four places manifests/README.md lists change together."""
-    docs = template("--set", "settings.recipeConfigMap=aicr/my-recipe")
+    docs = template(
+        "--set", "settings.recipeConfigMap=aicr/my-recipe", "--set", "exampleRecipe.create=true"
+    )  # fmt: skip
     assert env(docs)["NICGUARD_RECIPE_CONFIGMAP"] == "aicr/my-recipe"
     role = one(docs, "Role", "nicguard")
     assert role["metadata"]["namespace"] == "aicr"

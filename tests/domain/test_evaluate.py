@@ -97,9 +97,17 @@ def test_an_update_leaving_the_wiring_untouched_downgrades_old_violations_to_war
     verdict = _update(_label(BAD, team="a"), BAD)
     assert verdict.allowed
     assert waived_codes(verdict) == ("DefaultInterfaceInvalid", "NetworkNotFound")
+    assert [v.code.value for v in verdict.grandfathered] == [
+        "DefaultInterfaceInvalid",
+        "NetworkNotFound",
+    ]
+    assert verdict.decision == "allowed"
+    # Each warning is led by its code, so one cut to 120 characters still says what it is.
     assert verdict.warnings[0].startswith(
-        "pre-existing, wiring unchanged: [DefaultInterfaceInvalid]"
+        "[DefaultInterfaceInvalid] pre-existing, wiring unchanged: "
+        "networking.gke.io/default-interface"
     )
+    assert verdict.warnings[1].startswith("[NetworkNotFound] pre-existing, wiring unchanged: ")
     assert "eth1->absent" in verdict.warnings[1]
 
 

@@ -435,7 +435,7 @@ AUDIT_LOGGERS: Final = (
 
 
 def level(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("level", entry.get("severity", ""))).lower()
+    return str(entry.get("severity", "")).lower()
 
 
 def audit_complaints(nicguard: Nicguard) -> list[dict[str, Any]]:
@@ -453,5 +453,5 @@ def takeovers(nicguard: Nicguard) -> list[dict[str, Any]]:
     return [
         entry
         for entry in nicguard.log_lines()
-        if str(entry.get("msg", entry.get("message", ""))) == "audit writer: this replica writes"
+        if str(entry.get("message", "")) == "audit writer: this replica writes"
     ]

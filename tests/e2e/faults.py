@@ -272,7 +272,7 @@ def relists(nicguard: Nicguard) -> Counter[str]:
     return Counter(
         str(line.get("cache"))
         for line in nicguard.log_lines()
-        if line.get("msg") == "watch expired, relisting"
+        if line.get("message") == "watch expired, relisting"
     )
 
 

@@ -54,7 +54,7 @@ def log_lines(nicguard: Nicguard) -> list[dict[str, object]]:
 
 
 def messages(nicguard: Nicguard) -> list[str]:
-    return [str(line.get("msg")) for line in log_lines(nicguard)]
+    return [str(line.get("message")) for line in log_lines(nicguard)]
 
 
 def metric(nicguard: Nicguard, name: str) -> float:

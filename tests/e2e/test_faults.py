@@ -228,14 +228,14 @@ def test_watch_expiry_410_relists_and_drops_what_was_deleted_meanwhile(
     expired = [
         line
         for line in faults.nicguard.log_lines()
-        if line.get("msg") == "watch expired, relisting"
+        if line.get("message") == "watch expired, relisting"
     ]
     numbers(
         "watch-410",
         f"etcd compacted at revision {revision} with the apiserver down; "
         f"relists {dict(relists(faults.nicguard) - relisted_before)}; {tally.summary()}; "
         f"the Network deleted behind the watch is NetworkNotFound after the relist; "
-        f"last expiry logged: {expired[-1]['ts']}",
+        f"last expiry logged: {expired[-1]['time']}",
     )
 
 

@@ -21,6 +21,7 @@ from tests.e2e.state import (
     CRDS,
     ESTABLISH_TIMEOUT,
     apply_networks,
+    apply_recipe,
     checked,
     create_namespace,
     eventually,
@@ -41,6 +42,11 @@ VARIANTS: Final = {
         "--set", "monitoring.dashboard.enabled=true",
     ),
     "protect-warn": ("--set", "settings.protect=warn"),
+    "opt-in pieces": (
+        "--set", "namespace.create=true",
+        "--set", "exampleRecipe.create=true",
+        "--set", "rbac.breakGlassEditorBinding=true",
+    ),
     "two-replicas": ("--set", "replicas=2"),
 }  # fmt: skip
 INSTALL_TIMEOUT: Final = 120.0
@@ -63,7 +69,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
         install_crds(started)
         install_optional_crds(started)
         # A dry run creates nothing, so the namespaced objects need their namespace for real
-        # (--save-config: kubectl apply of the chart's Namespace then warns about nothing).
+        # (--save-config: kubectl apply of the chart's opt-in Namespace then warns about nothing).
         create = ["create", "namespace", NAMESPACE, "--save-config"]
         checked(started.kubectl("admin", *create), "creating the namespace")
         yield started
@@ -106,15 +112,16 @@ def installed(tmp_path: Path) -> Iterator[tuple[ControlPlane, Nicguard]]:
         cluster.start()
         install_crds(cluster)
         # As the chart README says: Helm keeps its release in the namespace, so the namespace comes
-        # first, and the release adopts it (namespace.create=true, the default).
+        # first (the release does not own it: namespace.create=false, the default), and the
+        # recipe is AICR's, written before nicguard is installed.
         create_namespace(cluster, NAMESPACE)
+        apply_recipe(cluster)
         post_render = ["--post-renderer", sys.executable]
         post_render += [
             f"--post-renderer-args={a}" for a in ("-m", "tests.e2e.helm_url", nicguard.url)
         ]
         run = helm(
-            cluster, "install", "nicguard", str(CHART), "--namespace", NAMESPACE,
-            "--take-ownership", *post_render,
+            cluster, "install", "nicguard", str(CHART), "--namespace", NAMESPACE, *post_render,
         )  # fmt: skip
         assert run.returncode == 0, run.stderr
         nicguard.start()  # ready once its certificate controller has written the caBundle
@@ -149,8 +156,10 @@ def test_helm_install_denies_a_drifted_runtime_until_uninstall(
     assert uninstalled.returncode == 0, uninstalled.stderr
     gone = cluster.kubectl("admin", "get", "validatingwebhookconfigurations", "-o", "name")
     assert "nicguard" not in gone.stdout, expect.shown(gone)
-    # The release owned the namespace it adopted (deleting it waits for a namespace controller).
+    # The release owned neither the namespace nor the recipe AICR wrote there: both stay.
     phase = cluster.kubectl("admin", "get", "namespace", NAMESPACE, "-o=jsonpath={.status.phase}")
-    assert phase.stdout == "Terminating", expect.shown(phase)
+    assert phase.stdout == "Active", expect.shown(phase)
+    recipe = cluster.kubectl("admin", "get", "configmap", "nicguard-recipe", "-n", NAMESPACE)
+    expect.allowed(recipe, "nicguard-recipe")
     # With the webhook configuration gone, nothing judges the runtime any more.
     expect.allowed(cluster.kubectl("admin", *apply), "created (server dry run)")

@@ -88,8 +88,13 @@ def test_break_glass_needs_label_and_group(stack: Stack) -> None:
     obj["metadata"]["labels"]["nicguard.dev/break-glass"] = "true"
     subject, code = f"ClusterTrainingRuntime/{name}", "MappingDivergesFromRecipe"
     expect.denied(stack.apply(obj), subject, code)  # alice: label alone bypasses nothing
+    # The editor role ships unbound; manifests/README.md (Break-glass, impersonation) binds it to
+    # the impersonated user, not to the group.
+    bind = ["create", "clusterrolebinding", "nicguard-break-glass-editor-user"]
+    bind += ["--clusterrole=nicguard-break-glass-editor", "--user=nicguard-break-glass"]
+    expect.allowed(stack.plane.kubectl("admin", *bind))
     as_glass = ["--as=nicguard-break-glass", "--as-group=nicguard:break-glass"]
     run = stack.plane.kubectl("admin", *as_glass, "create", "-f", "-", input=as_list([obj]))
     expect.allowed(run, f"clustertrainingruntime.trainer.kubeflow.org/{name} created")
     label = stack.kubectl("label", "clustertrainingruntime", name, "team=vision")
-    expect.warned(label, f"pre-existing, wiring unchanged: [{code}]")
+    expect.warned(label, f"[{code}] pre-existing, wiring unchanged: ")

@@ -114,5 +114,8 @@ def test_unwired_runtime_is_allowed_untouched(stack: Stack) -> None:
     expect.allowed(
         stack.apply(plain), f"clustertrainingruntime.trainer.kubeflow.org/{name} created"
     )
+    # Wired, not recipe-bound: allowed, with a warning naming the label that would bind it.
     swapped = runtime(unique("tcpxo-unbound"), pairs=with_pairs(RECIPE_PAIRS, (2, 3)))
-    expect.allowed(stack.apply(swapped), "created")  # wired, not recipe-bound: order is free
+    run = stack.apply(swapped)
+    expect.warned(run, "[MappingDivergesFromRecipe] not recipe-bound (label nicguard.dev/recipe-b")
+    assert "created" in run.stdout

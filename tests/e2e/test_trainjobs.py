@@ -59,5 +59,7 @@ def test_network_deleted_after_runtime_admitted_denies_new_trainjobs(
         stack.apply(job),
         f"TrainJob/{namespace}/{job['metadata']['name']}",
         "NetworkNotFound",
-        f"no Network object exists for eth8->{net} (cluster has: gpu-nic-0,",
+        # The wiring is the runtime's: the runtime is named as the object to fix.
+        f"[NetworkNotFound] inherited unchanged from TrainingRuntime/{namespace}/{runtime_name}, "
+        f"the object to fix: no Network object exists for eth8->{net} (cluster has: gpu-nic-0,",
     )

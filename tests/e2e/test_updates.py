@@ -55,12 +55,12 @@ def stale_job(stack: Stack, namespace: str) -> tuple[str, str]:
 def test_unrelated_label_change_is_allowed_with_a_warning(
     stack: Stack, namespace: str, stale_job: tuple[str, str]
 ) -> None:
-    name, net = stale_job
+    name, _ = stale_job
     run = stack.kubectl("label", "trainjob", name, "-n", namespace, "team=vision")
     expect.warned(
         run,
-        "pre-existing, wiring unchanged: [NetworkNotFound] "
-        f"no Network object exists for eth8->{net}",
+        "[NetworkNotFound] pre-existing, wiring unchanged: inherited unchanged from "
+        f"TrainingRuntime/{namespace}/",
     )
     assert f"trainjob.trainer.kubeflow.org/{name} labeled" in run.stdout
 
@@ -83,7 +83,11 @@ def test_status_update_is_allowed_and_never_sent_to_nicguard(
         ("UPDATE", True),
     ]
     assert decisions[-1]["warnings"][0].startswith(
-        "pre-existing, wiring unchanged: [NetworkNotFound]"
+        "[NetworkNotFound] pre-existing, wiring unchanged: "
+    )
+    assert (decisions[-1]["decision"], decisions[-1]["grandfathered_codes"]) == (
+        "allowed",
+        ["NetworkNotFound"],
     )
 
 

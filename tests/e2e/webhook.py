@@ -27,9 +27,10 @@ READY_TIMEOUT: Final = 60.0
 EFFECT_TIMEOUT: Final = 60.0
 # What nicguard needs to run as its ServiceAccount with the shipped least-privilege RBAC.
 BASE_KINDS: Final = frozenset(
-    {"Namespace", "ResourceQuota", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
-    | {"Role", "RoleBinding"}
+    {"ResourceQuota", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 )
+# The opt-in piece that creates the namespace nicguard-system (the base does not).
+NAMESPACE_PIECE: Final = "manifests/namespace"
 WEBHOOK_KIND: Final = "ValidatingWebhookConfiguration"
 SENTINEL_NAME: Final = "nicguard-e2e-sentinel"
 
@@ -41,16 +42,21 @@ def sentinel() -> str:
     return as_list([obj])
 
 
-def rendered_manifests(plane: ControlPlane) -> list[dict[str, Any]]:
-    """``manifests/`` as ``kubectl apply -k manifests`` would send it."""
-    run = plane.kubectl("admin", "kustomize", str(ROOT / "manifests"))
+def rendered_manifests(plane: ControlPlane, path: str = "manifests") -> list[dict[str, Any]]:
+    """``path`` (default ``manifests/``) as ``kubectl apply -k path`` would send it."""
+    run = plane.kubectl("admin", "kustomize", str(ROOT / path))
     if run.returncode != 0:
-        raise RuntimeError(f"kubectl kustomize manifests failed: {run.stderr}")
+        raise RuntimeError(f"kubectl kustomize {path} failed: {run.stderr}")
     return [doc for doc in yaml.safe_load_all(run.stdout) if isinstance(doc, dict)]
 
 
 def install_base(plane: ControlPlane) -> dict[str, Any]:
-    """Apply namespace, ServiceAccount and RBAC; return the webhook configuration (not applied)."""
+    """Apply the namespace (the opt-in ``manifests/namespace``, as manifests/README.md installs
+    it), then the base's quota, ServiceAccount and RBAC; return the webhook configuration (not
+    applied)."""
+    namespace = plane.kubectl("admin", "apply", "-k", str(ROOT / NAMESPACE_PIECE))
+    if namespace.returncode != 0:
+        raise RuntimeError(f"applying {NAMESPACE_PIECE} failed: {namespace.stderr}")
     docs = rendered_manifests(plane)
     base = [doc for doc in docs if doc.get("kind") in BASE_KINDS]
     applied = plane.kubectl("admin", "apply", "-f", "-", input=as_list(base))

@@ -15,10 +15,10 @@ from app.logs import JsonFormatter
 from tests.web.conftest import sample_review
 
 KEYS = [
-    "ts",
-    "level",
+    "time",
+    "severity",
+    "message",
     "logger",
-    "msg",
     "event_type",
     "admission_uid",
     "operation",
@@ -29,7 +29,9 @@ KEYS = [
     "resource_name",
     "request_username",
     "allowed",
+    "decision",
     "violation_codes",
+    "grandfathered_codes",
     "warnings",
     "recipe",
     "duration_ms",
@@ -79,8 +81,9 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
     assert line.isascii()
     assert decoded["resource_name"] == review["request"]["name"]
     assert decoded["request_username"] == review["request"]["userInfo"]["username"]
-    assert (decoded["level"], decoded["logger"]) == ("info", "nicguard.audit")
+    assert (decoded["severity"], decoded["logger"]) == ("INFO", "nicguard.audit")
     assert decoded["violation_codes"] == ["MappingDivergesFromRecipe"]
+    assert (decoded["decision"], decoded["grandfathered_codes"]) == ("denied", [])
 
 
 def test_no_decision_line_below_the_configured_level(
