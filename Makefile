@@ -49,14 +49,15 @@ promtool:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
 
-# Timing windows on a live `nicguard serve` (graceful shutdown): seconds each, run by `make test`.
-slow: $(STAMP)
-	$(ON_PATH) $(BIN)/pytest -m slow
+# Timing windows on a live `nicguard serve` (graceful shutdown): seconds each, run by `make test`;
+# and the image replay (tests/test_image_replay.py: root, strace, PYTHON313 as below; ~40 s).
+slow: $(STAMP) strace
+	PYTHON313="$(PYTHON313)" $(ON_PATH) $(BIN)/pytest -m slow
 
 # Every test but the e2e tier (unit and slow) on Python 3.13: PYTHON313 is found with
 # `pyenv prefix 3.13`, else python3.13 on PATH; pass PYTHON313=/path/to/python3.13 to choose.
-unit-py313: $(STAMP313) promtool helm
-	NICGUARD_HELM="$$(scripts/helm-bin.sh)" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" \
+unit-py313: $(STAMP313) promtool helm strace
+	NICGUARD_HELM="$$(scripts/helm-bin.sh)" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" PYTHON313="$(PYTHON313)" \
 	  $(VENV313)/bin/pytest -m "not e2e"
 
 $(STAMP313): pyproject.toml
@@ -71,6 +72,28 @@ $(STAMP313): pyproject.toml
 	$(VENV313)/bin/pip install --quiet --upgrade pip
 	$(VENV313)/bin/pip install --quiet -e '.[dev]'
 	touch $@
+
+# requirements.lock, what the image installs (--require-hashes): every runtime dependency and the
+# build backend, pinned and hashed for Python 3.13 on Linux x86_64. Run after changing the
+# dependencies of pyproject.toml (tests/test_lock.py fails until then).
+.PHONY: lock
+lock: $(STAMP)
+	$(BIN)/python -m scripts.lock
+
+# The Dockerfile replayed without Docker (scripts/image_replay.py): its stages built on Python 3.13
+# (PYTHON313, found as above) in a temporary directory, then run as uid 65532 under strace with the
+# tree read-only: nicguard --version, check and serve must work and write nothing outside the cert
+# dir. Needs root (CI runs as root), strace and setpriv. KEEP=1 keeps the directory.
+.PHONY: image-replay strace
+image-replay: $(STAMP) strace
+	$(BIN)/python -m scripts.image_replay --python "$(PYTHON313)" $(if $(KEEP),--keep)
+
+strace:
+	@command -v strace >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  echo "image-replay: installing strace and util-linux (setpriv) with apt-get"; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends strace util-linux; }
 
 # kube-apiserver + etcd for the e2e tier: prints their directory (reuses the cache; builds once).
 k8s-bins:
@@ -92,11 +115,13 @@ demo: $(STAMP) k8s-bins
 	  $(BIN)/python -m scripts.demo
 
 # Benchmarks (BENCHMARKS.md): nicguard beside a bare FastAPI/uvicorn echo under wrk, RSS with 10,000
-# cached objects. Installs wrk from the distribution when missing; exits 1 when a target is missed.
+# cached objects, the audit's CPU, then scale in file mode (RSS at 10,000 in six mixes and layouts,
+# the slope to 100,000, ready at 100,000). Installs wrk when missing; exits 1 when a target is missed.
 .PHONY: bench wrk
 bench: $(STAMP) wrk
 	status=0; $(BIN)/python -m bench.run || status=$$?; \
-	  $(BIN)/python -m bench.audit_pass || status=$$?; exit $$status
+	  $(BIN)/python -m bench.audit_pass || status=$$?; \
+	  $(BIN)/python -m bench.scale || status=$$?; exit $$status
 
 wrk:
 	@command -v wrk >/dev/null 2>&1 || { \
@@ -109,14 +134,17 @@ wrk:
 # ValidatingAdmissionPolicy, bare FastAPI and Go echo webhooks and nicguard, as `kubectl create`
 # processes (a kubectl-equivalent create: the target) and as bare POSTs on a warm
 # connection (the strict view, printed); then nicguard's RSS in Kubernetes mode with 10,000
-# cached objects. Exits 1 when the kubectl-view or RSS target is missed.
+# cached objects; then a burst of TrainJob creates from 20 clients, the apiserver's time in the
+# webhook call beside bare echoes (bench.burst: no target; fails only when it cannot measure).
+# Exits 1 when the kubectl-view or RSS target is missed.
 .PHONY: bench-e2e
 bench-e2e: $(STAMP) k8s-bins wrk
 	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) && status=0; \
 	  $(BIN)/python -m bench.e2e --client kubectl || status=$$?; \
 	  $(BIN)/python -m bench.e2e --client api || echo "bench-e2e: the strict view misses 15 %"; \
 	  $(BIN)/python -m bench.kube_rss || status=$$?; \
-	  $(BIN)/python -m bench.audit_e2e || status=$$?; exit $$status
+	  $(BIN)/python -m bench.audit_e2e || status=$$?; \
+	  $(BIN)/python -m bench.burst || status=$$?; exit $$status
 
 test: lint unit unit-py313 slow e2e
 

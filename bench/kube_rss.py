@@ -1,11 +1,13 @@
-"""nicguard's RSS in Kubernetes mode with 10,000 cached objects, on a real kube-apiserver.
+"""nicguard's RSS in Kubernetes mode with 10,000 and 100,000 cached objects, on a real apiserver.
 
 ``make bench`` measures file mode; this is the mode a cluster runs. The control plane of
 ``tests/e2e`` gets the example cluster plus generated Networks (each with its GKENetworkParamSet,
 which nicguard caches too) and TrainingRuntimes up to 1,000 + 1,000 and 8,000 (``bench/state.py``:
 full-size AICR pod templates, created with ``kubectl create``); nicguard is then restarted so its
 caches LIST all of them, proven by a TrainJob on the last runtime that only a cache holding it
-can deny. VmRSS is read once ready and after a wrk round.
+can deny. VmRSS is read once its audit has judged every runtime and after a wrk round. Then ten
+times the objects (the added runtimes each wired its own way): the slope per object and the time to
+ready after a restart (a rollout's cold start).
 
     NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.kube_rss
 """
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.run import ROOT, Load, load_average, machine, rss_kib, run_wrk
+from bench.scale import MAX_READY_SECONDS, MAX_SLOPE_BYTES, audited_runtimes
+from bench.shapes import wired_runtimes
 from bench.state import (
     EXAMPLES,
     NAMESPACES,
@@ -133,28 +137,86 @@ def fill(stack: Stack) -> None:
     _say(f"created the generated objects in {time.monotonic() - started:.0f}s")
 
 
-def measure(stack: Stack, seconds: int) -> tuple[float, dict[str, int], dict[str, int], int]:
-    """Restart nicguard on the full cluster: (seconds to ready, RSS ready, RSS after, requests)."""
+def grow(stack: Stack, factor: int) -> StateCounts:
+    """``factor`` times the Networks, param sets and runtimes; the new runtimes each wired its own
+    way over all the Networks (nothing shared: the shape that costs most per object)."""
+    networks, runtimes = NETWORKS * factor, RUNTIMES * factor
+    have_networks, have_runtimes = NETWORKS - _EXAMPLE_NETWORKS, RUNTIMES - _EXAMPLE_RUNTIMES
+    template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
+    started = time.monotonic()
+    create_all(stack, generated_networks(networks - NETWORKS, start=have_networks))
+    added = generated_runtimes(template, runtimes - RUNTIMES, start=have_runtimes)
+    create_all(stack, wired_runtimes(added, have_runtimes, networks - 1, varied=True))
+    _say(
+        f"created {(networks - NETWORKS) * 2 + runtimes - RUNTIMES:,} more objects in "
+        f"{time.monotonic() - started:.0f}s"
+    )
+    return StateCounts(networks, runtimes)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    counts: StateCounts
+    ready_seconds: float
+    audited_seconds: float
+    audited_kib: int
+    after_kib: dict[str, int]
+    requests: int
+
+    @property
+    def worst_bytes(self) -> int:
+        return max(self.audited_kib, self.after_kib["VmRSS"]) * 1024
+
+
+def measure(stack: Stack, counts: StateCounts, seconds: int) -> Measured:
+    """Restart nicguard on the full cluster (a rollout's cold start): seconds to ready, then RSS
+    once its audit has judged every runtime, and after a wrk round."""
     stack.nicguard.stop()
     started = time.monotonic()
     stack.nicguard.start()  # returns once /readyz answers: every cache listed
     ready_seconds = time.monotonic() - started
     target = Running(stack.nicguard)
-    ready = rss_kib(target.pid)
-    namespace, job = last_runtime_trainjob(RUNTIMES - _EXAMPLE_RUNTIMES)
+    namespace, job = last_runtime_trainjob(counts.runtimes - _EXAMPLE_RUNTIMES)
     probe = stack.plane.kubectl(
         "alice", "create", "--dry-run=server", "-n", namespace, "-f", "-", input=job
     )
     if probe.returncode == 0 or "NetworkNotFound" not in probe.stderr:
         raise RuntimeError(f"nicguard's cache lacks the last runtime: {probe.stderr.strip()}")
+    deadline = time.monotonic() + 300
+    while audited_runtimes(stack.nicguard.probe("/metrics")[1]) < counts.runtimes:
+        target.check_running()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the audit did not judge {counts.runtimes:,} runtimes in 300 s")
+        time.sleep(0.2)
+    audited_seconds = time.monotonic() - started
+    audited = rss_kib(target.pid)["VmRSS"]
     review = ROOT / "examples" / "reviews" / "drifted-runtime.json"
     loaded = run_wrk(target, review, Load(threads=2, connections=16, seconds=seconds))
-    return ready_seconds, ready, rss_kib(target.pid), loaded.requests
+    return Measured(
+        counts, ready_seconds, audited_seconds, audited, rss_kib(target.pid), loaded.requests
+    )
+
+
+def _report(measured: Measured) -> None:
+    _say(
+        f"RSS in Kubernetes mode, {measured.counts.described()} (ready "
+        f"{measured.ready_seconds:.1f} s after start, audit done after "
+        f"{measured.audited_seconds:.1f} s):"
+    )
+    _say(f"  audited:                  VmRSS {measured.audited_kib / 1024:6.1f} MiB")
+    _say(
+        f"  after {measured.requests:,} requests: VmRSS "
+        f"{measured.after_kib['VmRSS'] / 1024:6.1f} MiB "
+        f"(VmHWM {measured.after_kib['VmHWM'] / 1024:.1f} MiB)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.kube_rss", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds of the wrk round")
+    parser.add_argument(
+        "--grow", type=int, default=10, help="then this many times the objects (1: skip)"
+    )
     args = parser.parse_args(argv)
     _say("machine: " + ", ".join(f"{k} {v}" for k, v in machine().items()))
     with (
@@ -164,22 +226,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"control plane: {stack.plane.versions()}")
         populate(stack)
         fill(stack)
-        ready_seconds, ready, after, requests = measure(stack, args.duration)
-    worst = max(ready["VmRSS"], after["VmRSS"]) * 1024
-    ok = worst <= MAX_RSS_BYTES
-    _say(
-        f"RSS in Kubernetes mode, {StateCounts(NETWORKS, RUNTIMES).described()} "
-        f"(ready {ready_seconds:.1f}s after start):"
-    )
-    _say(f"  ready:                   VmRSS {ready['VmRSS'] / 1024:6.1f} MiB")
-    _say(
-        f"  after {requests:,} requests: VmRSS {after['VmRSS'] / 1024:6.1f} MiB "
-        f"(VmHWM {after['VmHWM'] / 1024:.1f} MiB)"
-    )
-    verdict = "PASS" if ok else "FAIL"
-    _say(f"  RSS {worst / 1e6:.1f} MB (<= {MAX_RSS_BYTES / 1e6:.0f} MB) {verdict}")
+        small = measure(stack, StateCounts(NETWORKS, RUNTIMES), args.duration)
+        _report(small)
+        ok = small.worst_bytes <= MAX_RSS_BYTES
+        _say(
+            f"  RSS {small.worst_bytes / 1e6:.1f} MB (<= {MAX_RSS_BYTES / 1e6:.0f} MB) "
+            f"{_verdict(ok)}"
+        )
+        if args.grow > 1:
+            big = measure(stack, grow(stack, args.grow), args.duration)
+            _report(big)
+            added = big.counts.total - small.counts.total
+            slope = (big.audited_kib - small.audited_kib) * 1024 / added
+            slope_ok, ready_ok = slope <= MAX_SLOPE_BYTES, big.ready_seconds <= MAX_READY_SECONDS
+            ok = ok and slope_ok and ready_ok
+            _say(
+                f"  {slope:,.0f} bytes per added object (<= {MAX_SLOPE_BYTES:,}) "
+                f"{_verdict(slope_ok)}; ready {big.ready_seconds:.1f} s "
+                f"(<= {MAX_READY_SECONDS:.0f}) {_verdict(ready_ok)}"
+            )
     _say(f"load average at the end: {load_average()}")
     return 0 if ok else 1
+
+
+def _verdict(ok: bool) -> str:  # noqa: FBT001 - a plain predicate
+    return "PASS" if ok else "FAIL"
 
 
 if __name__ == "__main__":

@@ -83,10 +83,10 @@ def load_one(path: Path) -> JsonMap:
     return loaded
 
 
-def generated_networks(count: int) -> Iterator[dict[str, object]]:
-    """``count`` Device Networks, each preceded by the GKENetworkParamSet it references (same
-    name); ``2 * count`` objects, every one with a Ready status."""
-    for number in range(count):
+def generated_networks(count: int, start: int = 0) -> Iterator[dict[str, object]]:
+    """``count`` Device Networks (numbered from ``start``), each preceded by the
+    GKENetworkParamSet it references (same name); ``2 * count`` objects, every one Ready."""
+    for number in range(start, start + count):
         name = f"bench-net-{number:05d}"
         yield generated_param_set(name, number)
         yield {
@@ -139,8 +139,12 @@ def generated_param_set(name: str, number: int) -> dict[str, object]:
     }
 
 
-def generated_runtimes(template: JsonMap, count: int) -> Iterator[dict[str, object]]:
-    for number in range(count):
+def generated_runtimes(
+    template: JsonMap, count: int, start: int = 0
+) -> Iterator[dict[str, object]]:
+    """``count`` copies of ``template`` as TrainingRuntimes ``tcpxo-<number>`` (numbered from
+    ``start``) spread over the team namespaces."""
+    for number in range(start, start + count):
         runtime = copy.deepcopy(dict(template))
         runtime["kind"] = "TrainingRuntime"
         runtime["metadata"] = {

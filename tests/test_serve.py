@@ -74,7 +74,12 @@ def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
             seen["drifted"] = _post_review(url, context, "drifted-runtime")
             seen["good"] = _post_review(url, context, "good-runtime")
             seen["healthz"] = _get(f"{probes}/healthz")
-            seen["metrics"] = _get(f"{probes}/metrics")
+            # The static state is judged once, on the audit's thread: answering did not wait.
+            seen["metrics"] = wait_until(
+                lambda: _audited(_get(f"{probes}/metrics")),
+                timeout=30,
+                what="the audit of the example state",
+            )
         finally:
             os.kill(os.getpid(), signal.SIGTERM)  # serve()'s handler: drain and return
 
@@ -111,3 +116,8 @@ def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
     assert 'nicguard_audit_runtimes{result="pass"} 2.0' in metrics
     assert 'nicguard_audit_runtimes{result="fail"} 0.0' in metrics
     assert "nicguard_audit_last_change_timestamp_seconds " in metrics
+
+
+def _audited(scraped: tuple[int, str]) -> tuple[int, str] | None:
+    """The scrape once the audit has judged the example state's runtimes, else None."""
+    return scraped if 'nicguard_audit_runtimes{result="pass"} 2.0' in scraped[1] else None

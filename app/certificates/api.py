@@ -13,16 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Final
 from urllib.parse import urlsplit
 
-from kubernetes.client import (
-    AdmissionregistrationV1Api,
-    ApiClient,
-    ApiException,
-    CoreV1Api,
-    V1Secret,
-)
+from kubernetes.client import ApiClient, ApiException
 
 from app.domain.cluster import ObjectName
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
+from app.kube import rest
 from app.kube.errors import NOT_FOUND, TIMEOUT, read_json, status_of
 
 logger = logging.getLogger(__name__)
@@ -35,22 +30,18 @@ class CertApi:
     """Read and write the Secret ``secret`` and the ValidatingWebhookConfiguration ``webhooks``."""
 
     def __init__(self, api_client: ApiClient, secret: ObjectName, configuration: str) -> None:
-        self._core, self._admission = CoreV1Api(api_client), AdmissionregistrationV1Api(api_client)
+        self._api_client = api_client
         self.secret, self.configuration = secret, configuration
 
     def read_secret(self) -> JsonMap | None:
         name = self.secret
         return _absent_as_none(
-            lambda: self._core.read_namespaced_secret(
-                name.name, name.namespace, _preload_content=False, _request_timeout=TIMEOUT
-            )
+            lambda: rest.read_secret(self._api_client, name.namespace, name.name, TIMEOUT)
         )
 
     def read_configuration(self) -> JsonMap | None:
         return _absent_as_none(
-            lambda: self._admission.read_validating_webhook_configuration(
-                self.configuration, _preload_content=False, _request_timeout=TIMEOUT
-            )
+            lambda: rest.read_webhook_configuration(self._api_client, self.configuration, TIMEOUT)
         )
 
     def write_secret(self, secret: JsonMap | None, data: Mapping[str, bytes]) -> JsonMap:
@@ -60,25 +51,17 @@ class CertApi:
         current = map_at(secret, "metadata") or {"labels": _LABELS}
         kept = ("resourceVersion", "labels", "annotations")
         metadata |= {key: current[key] for key in kept if key in current}
-        body = V1Secret.model_validate(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": metadata,
-                "type": str_at(secret, "type") or "kubernetes.io/tls",  # immutable once created
-                "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
-            }
-        )
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": metadata,
+            "type": str_at(secret, "type") or "kubernetes.io/tls",  # immutable once created
+            "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+        }
         if secret is None:
-            return read_json(
-                self._core.create_namespaced_secret(
-                    name.namespace, body, _preload_content=False, _request_timeout=TIMEOUT
-                )
-            )
+            return read_json(rest.create_secret(self._api_client, name.namespace, body, TIMEOUT))
         return read_json(
-            self._core.replace_namespaced_secret(
-                name.name, name.namespace, body, _preload_content=False, _request_timeout=TIMEOUT
-            )
+            rest.replace_secret(self._api_client, name.namespace, name.name, body, TIMEOUT)
         )
 
     def patch_bundles(self, configuration: JsonMap, bundle: bytes) -> JsonMap:
@@ -94,12 +77,8 @@ class CertApi:
             "webhooks": [{"name": n, "clientConfig": {"caBundle": encoded}} for n in names if n],
         }
         return read_json(
-            self._admission.patch_validating_webhook_configuration(
-                self.configuration,
-                patch,
-                _content_type=_SMP,
-                _preload_content=False,
-                _request_timeout=TIMEOUT,
+            rest.patch_webhook_configuration(
+                self._api_client, self.configuration, patch, _SMP, TIMEOUT
             )
         )
 

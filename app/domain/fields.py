@@ -51,13 +51,17 @@ def as_list(value: object) -> Sequence[object] | None:
 
 
 def value_at(obj: object, *names: str) -> object:
-    """Walk nested mappings by key; None as soon as a step is missing or not a mapping."""
+    """Walk nested mappings by key; None as soon as a step is missing or not a mapping.
+
+    A step only looks a string key up, so it needs no scan of the keys ``as_map`` makes (a key
+    that is not a string matches no name): on every request and audit pass, a dozen walks.
+    """
     current: object = obj
     for name in names:
-        mapping = as_map(current)
-        if mapping is None:
+        if isinstance(current, dict) or isinstance(current, Mapping):  # noqa: SIM101 - dict first
+            current = current.get(name)
+        else:
             return None
-        current = mapping.get(name)
     return current
 
 

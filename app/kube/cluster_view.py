@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
+from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.domain.cluster import (
     CacheStatus,
@@ -39,6 +39,7 @@ from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
 from app.kube.client import ApiListWatch, get_json
 from app.kube.errors import FORBIDDEN, NOT_FOUND, TRANSPORT_ERRORS, status_of, summary
+from app.kube.rest import config_map_list
 from app.kube.watch_cache import DEFAULT_PACING, CacheState, ListWatch, Pacing, WatchCache
 from app.statefiles import load_yaml
 
@@ -125,7 +126,7 @@ class KubeClusterView:
         cls, api_client: ApiClient, recipe_name: ObjectName, *, pacing: Pacing = DEFAULT_PACING
     ) -> KubeClusterView:
         """Caches over the real API; call ``start()`` to begin listing."""
-        custom, core = CustomObjectsApi(api_client), CoreV1Api(api_client)
+        custom = CustomObjectsApi(api_client)
         list_cluster = custom.list_cluster_custom_object
         list_all = custom.list_custom_object_for_all_namespaces
         sources = Sources(
@@ -134,10 +135,8 @@ class KubeClusterView:
             ),
             # A field selector makes this a list+watch of the one ConfigMap.
             recipe=ApiListWatch(
-                partial(
-                    core.list_namespaced_config_map,
-                    recipe_name.namespace,
-                    field_selector=f"metadata.name={recipe_name.name}",
+                config_map_list(
+                    api_client, recipe_name.namespace, f"metadata.name={recipe_name.name}"
                 )
             ),
             # Runtimes are trimmed as they are decoded: a LIST of thousands never sits whole.

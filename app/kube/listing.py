@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from functools import partial
 
-from kubernetes.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
+from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.domain.cluster import (
     ClusterSnapshot,
@@ -36,6 +36,7 @@ from app.kube.cluster_view import (
     RUNTIME_PLURAL,
 )
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
+from app.kube.rest import config_map_list
 from app.statefiles import load_yaml
 
 
@@ -61,7 +62,7 @@ def list_snapshot(
     ``ClusterReadError``. With ``namespace``, only that namespace's TrainingRuntimes are listed:
     no rule judging a TrainingRuntime reads a ClusterTrainingRuntime, and a user who may read
     only that namespace can still audit it."""
-    custom, core = CustomObjectsApi(api_client), CoreV1Api(api_client)
+    custom = CustomObjectsApi(api_client)
     list_cluster = custom.list_cluster_custom_object
     networks = _networks(
         partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL),
@@ -70,11 +71,7 @@ def list_snapshot(
     configmaps = _listed(
         f"list configmaps in namespace {recipe_name.namespace}",
         # The field selector makes this the LIST of the one ConfigMap, as the recipe cache does.
-        partial(
-            core.list_namespaced_config_map,
-            recipe_name.namespace,
-            field_selector=f"metadata.name={recipe_name.name}",
-        ),
+        config_map_list(api_client, recipe_name.namespace, f"metadata.name={recipe_name.name}"),
     )
     runtimes: dict[RuntimeKey, JsonMap] = {}
     for kind, what, call in _runtime_lists(custom, namespace):

@@ -65,6 +65,7 @@ def test_as_list_accepts_lists_and_tuples_but_not_strings(value: object, expecte
         pytest.param({"a": {}}, ("a", "b"), None, id="missing-key"),
         pytest.param({"a": "x"}, ("a", "b"), None, id="step-through-a-string"),
         pytest.param(None, ("a",), None, id="none-object"),
+        pytest.param({"a": {1: "x", "b": "c"}}, ("a", "b"), "c", id="a-step-looks-a-string-up"),
     ],
 )
 def test_value_at_walks_mappings_and_stops_at_anything_else(
