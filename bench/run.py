@@ -170,9 +170,9 @@ def running(name: str, argv: Sequence[str], url: str, log: Path) -> Iterator[Ser
 
 
 def start_nicguard(
-    work: Path, state: Path, cert: Path, key: Path, log_name: str
+    work: Path, state: Path, cert: Path, key: Path, log_name: str, probe_port: int | None = None
 ) -> contextlib.AbstractContextManager[Server]:
-    port, probe_port = free_port(), free_port()
+    port, probe_port = free_port(), probe_port or free_port()
     argv = [
         str(Path(sys.executable).with_name("nicguard")),
         "serve",

@@ -37,7 +37,7 @@ from bench.run import (
     load_average,
     machine,
     rss_kib,
-    running,
+    start_nicguard,
     wait_answering,
 )
 from bench.shapes import Layout, Shape, write_shape
@@ -98,19 +98,9 @@ def audited_runtimes(text: str) -> int:
 @contextlib.contextmanager
 def serving(work: Path, state: Path, name: str) -> Iterator[tuple[Server, int]]:
     certs = ensure_cert_dir(work / "certs", ("localhost", _HOST))
-    port, probe_port = free_port(), free_port()
-    argv = [
-        str(Path(sys.executable).with_name("nicguard")),
-        "serve",
-        f"--state={state}",
-        f"--host={_HOST}",
-        f"--port={port}",
-        f"--probe-port={probe_port}",
-        f"--tls-cert={certs.cert}",
-        f"--tls-key={certs.key}",
-    ]
-    with running("nicguard", argv, f"https://{_HOST}:{port}/validate", work / f"{name}.log") as s:
-        yield s, probe_port
+    probe_port = free_port()
+    with start_nicguard(work, state, certs.cert, certs.key, f"{name}.log", probe_port) as server:
+        yield server, probe_port
 
 
 def serve_shape(work: Path, shape: Shape, name: str, timeout: float) -> Served:

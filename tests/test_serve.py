@@ -11,7 +11,7 @@ import signal
 import ssl
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,11 @@ def _post_review(url: str, context: ssl.SSLContext, name: str) -> dict[str, Any]
     return answer["response"]  # type: ignore[no-any-return]
 
 
-def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
-    tmp_path: Path, restored_process_state: None
-) -> None:
+def _serve_while(
+    tmp_path: Path, visit: Callable[[str, str, ssl.SSLContext], dict[str, Any]]
+) -> dict[str, Any]:
+    """``nicguard serve`` on the example state in this process while ``visit(webhook URL, probes
+    URL, TLS context)`` runs in a thread once it is ready; SIGTERM then; what ``visit`` saw."""
     port, probe_port = free_ports(2)
     seen: dict[str, Any] = {}
 
@@ -70,16 +72,7 @@ def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
                 what="nicguard serve to be ready",
             )
             context = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
-            url = f"https://127.0.0.1:{port}/validate"
-            seen["drifted"] = _post_review(url, context, "drifted-runtime")
-            seen["good"] = _post_review(url, context, "good-runtime")
-            seen["healthz"] = _get(f"{probes}/healthz")
-            # The static state is judged once, on the audit's thread: answering did not wait.
-            seen["metrics"] = wait_until(
-                lambda: _audited(_get(f"{probes}/metrics")),
-                timeout=30,
-                what="the audit of the example state",
-            )
+            seen.update(visit(f"https://127.0.0.1:{port}/validate", probes, context))
         finally:
             os.kill(os.getpid(), signal.SIGTERM)  # serve()'s handler: drain and return
 
@@ -102,6 +95,26 @@ def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
     )
     thread.join(timeout=10)
     assert status == 0
+    return seen
+
+
+def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
+    tmp_path: Path, restored_process_state: None
+) -> None:
+    def visit(url: str, probes: str, context: ssl.SSLContext) -> dict[str, Any]:
+        return {
+            "drifted": _post_review(url, context, "drifted-runtime"),
+            "good": _post_review(url, context, "good-runtime"),
+            "healthz": _get(f"{probes}/healthz"),
+            # The static state is judged once, on the audit's thread: answering did not wait.
+            "metrics": wait_until(
+                lambda: _audited(_get(f"{probes}/metrics")),
+                timeout=30,
+                what="the audit of the example state",
+            ),
+        }
+
+    seen = _serve_while(tmp_path, visit)
     assert seen["drifted"]["allowed"] is False
     assert (
         seen["drifted"]["status"]["details"]["causes"][0]["reason"] == "MappingDivergesFromRecipe"
@@ -116,6 +129,34 @@ def test_serve_in_file_mode_judges_over_tls_answers_probes_and_stops_on_sigterm(
     assert 'nicguard_audit_runtimes{result="pass"} 2.0' in metrics
     assert 'nicguard_audit_runtimes{result="fail"} 0.0' in metrics
     assert "nicguard_audit_last_change_timestamp_seconds " in metrics
+
+
+def test_serve_with_enforcement_warn_allows_what_it_would_deny_over_tls(
+    tmp_path: Path, restored_process_state: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NICGUARD_ENFORCEMENT", "warn")
+
+    def visit(url: str, probes: str, context: ssl.SSLContext) -> dict[str, Any]:
+        return {
+            "drifted": _post_review(url, context, "drifted-runtime"),
+            "metrics": wait_until(
+                lambda: _audited(_get(f"{probes}/metrics")),
+                timeout=30,
+                what="the audit of the example state",
+            ),
+        }
+
+    seen = _serve_while(tmp_path, visit)
+    drifted = seen["drifted"]
+    assert drifted["allowed"] is True
+    assert "status" not in drifted
+    assert drifted["warnings"][0].startswith("[MappingDivergesFromRecipe] at position eth3 ")
+    assert drifted["auditAnnotations"]["decision"] == "warned"
+    assert drifted["auditAnnotations"]["violations"] == "MappingDivergesFromRecipe"
+    _, metrics = seen["metrics"]
+    assert 'nicguard_admission_requests_total{decision="warned"' in metrics
+    # The audit still reports what deny would deny (nothing here: the example state is clean).
+    assert 'nicguard_audit_runtimes{result="fail"} 0.0' in metrics
 
 
 def _audited(scraped: tuple[int, str]) -> tuple[int, str] | None:
