@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -153,13 +153,17 @@ class ApiClient:
     token: str
     connection: http.client.HTTPSConnection | None = None
 
-    def post(self, path: str, obj: dict[str, Any]) -> tuple[int, bytes, float]:
-        """POST ``obj``; the status, the body and the seconds it took (request to last byte)."""
+    def post(
+        self, path: str, obj: dict[str, Any], extra_headers: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes, float]:
+        """POST ``obj`` (with ``extra_headers``); the status, the body and the seconds it took
+        (request to last byte)."""
         body = json.dumps(obj).encode()
         headers = {
             "Authorization": f"Bearer {self.token}",
             "Content-Type": "application/json",
             "Accept": "application/json",
+            **(extra_headers or {}),
         }
         for attempt in (1, 2):
             connection = self._connection()
@@ -211,20 +215,11 @@ def echo_servers(stack: Stack, out: TextIO) -> Iterator[dict[str, str]]:
     cert, key = stack.nicguard.cert_dir / "tls.crt", stack.nicguard.cert_dir / "tls.key"
     workdir = stack.workdir
     argvs = {"echo": [sys.executable, "-m", "bench.echo_app", "--host=127.0.0.1"]}
-    go = shutil.which("go")
-    if go is None:
+    if shutil.which("go") is None:
         _say(out, "go not installed: the go-echo configuration is left out")
     else:
         binary = workdir / "goecho"
-        built = subprocess.run(  # noqa: S603 - the Go toolchain on our own source
-            [go, "build", "-o", str(binary), "."],
-            cwd=_ROOT / "bench" / "goecho",
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if built.returncode != 0:
-            raise E2EBenchError(f"go build bench/goecho failed: {built.stderr[-2000:]}")
+        go_build("goecho", binary)
         argvs["go-echo"] = [str(binary)]
     urls: dict[str, str] = {}
     processes: list[Process] = []
@@ -239,7 +234,7 @@ def echo_servers(stack: Stack, out: TextIO) -> Iterator[dict[str, str]]:
             processes.append(Process(mode, argv, workdir / f"{mode}.log", env=env))
             urls[mode] = f"https://127.0.0.1:{port}/validate"
             wait_until(
-                partial(_listening, port),
+                partial(listening, port),
                 timeout=30,
                 what=f"{mode} listening",
                 diagnose=processes[-1].report,
@@ -250,11 +245,28 @@ def echo_servers(stack: Stack, out: TextIO) -> Iterator[dict[str, str]]:
             process.stop()
 
 
-def _listening(port: int) -> bool | None:
+def listening(port: int) -> bool | None:
     """True once ``port`` accepts connections, None (keep waiting) before."""
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         return True
     return None
+
+
+def go_build(package: str, binary: Path) -> None:
+    """``go build`` of ``bench/<package>`` into ``binary``; E2EBenchError without ``go`` or when
+    the build fails."""
+    go = shutil.which("go")
+    if go is None:
+        raise E2EBenchError(f"go is not installed: bench/{package} cannot be built")
+    built = subprocess.run(  # noqa: S603 - the Go toolchain on our own source
+        [go, "build", "-o", str(binary), "."],
+        cwd=_ROOT / "bench" / package,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise E2EBenchError(f"go build bench/{package} failed: {built.stderr[-2000:]}")
 
 
 def webhook_calls(stack: Stack) -> dict[str, tuple[int, float]]:

@@ -1,4 +1,5 @@
-"""A real etcd + kube-apiserver on loopback, with RBAC, token users and an audit log.
+"""A real etcd + kube-apiserver on loopback, with RBAC, token users, an audit log (always) and
+OTLP tracing (opt-in).
 
 Used by the e2e fixtures and by ``scripts/demo.py``. Binaries: ``$NICGUARD_K8S_BIN_DIR``, else
 the directory ``scripts/k8s-bins.sh`` prints (it honours ``KUBEBUILDER_ASSETS`` and
@@ -41,6 +42,16 @@ rules:
   resources:
   - group: trainer.kubeflow.org
 - level: None
+"""
+
+# Opt-in (``otlp_endpoint``): the apiserver samples no request of its own (rate 0) but, being
+# parent-based, every request carrying a sampled W3C ``traceparent`` from a privileged user
+# (system:masters), and exports its spans over OTLP/gRPC to the endpoint (``bench/burst.py``).
+TRACING_CONFIG: Final = """\
+apiVersion: apiserver.config.k8s.io/v1
+kind: TracingConfiguration
+endpoint: {endpoint}
+samplingRatePerMillion: 0
 """
 
 
@@ -87,8 +98,15 @@ class ControlPlane:
     """etcd and kube-apiserver in ``workdir``; ``stop()`` ends both by PID."""
 
     def __init__(
-        self, workdir: Path, bin_dir: Path | None = None, apiserver_args: Sequence[str] = ()
+        self,
+        workdir: Path,
+        bin_dir: Path | None = None,
+        apiserver_args: Sequence[str] = (),
+        *,
+        otlp_endpoint: str | None = None,
     ) -> None:
+        """``otlp_endpoint`` (``host:port``, off by default): export the spans of requests that
+        carry a sampled ``traceparent`` there (``TRACING_CONFIG``)."""
         self.workdir = workdir
         self.bin_dir = bin_dir or binaries_dir()
         self.users = {identity.name: identity for identity in identities()}
@@ -101,6 +119,7 @@ class ControlPlane:
         self.cert_dir = workdir / "apiserver-certs"
         self.ca_file = self.cert_dir / "apiserver.crt"  # self-signed: serving cert + its CA
         self.audit_log = workdir / "audit.log"
+        self.otlp_endpoint = otlp_endpoint
 
     def start(self) -> None:
         """Start both and wait for the apiserver's /readyz; stops everything on failure."""
@@ -292,6 +311,9 @@ class ControlPlane:
             )
         )
         (self.workdir / "audit-policy.yaml").write_text(AUDIT_POLICY)
+        if self.otlp_endpoint is not None:
+            tracing = TRACING_CONFIG.format(endpoint=self.otlp_endpoint)
+            (self.workdir / "tracing.yaml").write_text(tracing)
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         (self.workdir / "sa.key").write_bytes(
             key.private_bytes(
@@ -316,6 +338,8 @@ class ControlPlane:
         argv += ["--disable-admission-plugins=ServiceAccount"]
         argv += [f"--audit-policy-file={w / 'audit-policy.yaml'}"]
         argv += [f"--audit-log-path={self.audit_log}", "--audit-log-format=json"]
+        if self.otlp_endpoint is not None:
+            argv += [f"--tracing-config-file={w / 'tracing.yaml'}"]
         argv += ["--profiling=false", "--v=1", *self.apiserver_args, *extra_args]
         self.processes.append(Process("kube-apiserver", argv, w / "kube-apiserver.log"))
 

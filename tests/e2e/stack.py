@@ -77,11 +77,13 @@ def running(
     trainer: Trainer = TRAINER_V2_3,
     nicguard_args: Sequence[str] = (),
     report_apis: Sequence[str] = (),
+    otlp_endpoint: str | None = None,
 ) -> Iterator[Stack]:
     """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD;
     ``nicguard_args`` are added to ``nicguard serve``'s command line; ``report_apis`` (of
-    ``state.REPORT_APIS``) are the policy report CRDs served before nicguard starts."""
-    plane = ControlPlane(workdir)
+    ``state.REPORT_APIS``) are the policy report CRDs served before nicguard starts;
+    ``otlp_endpoint``: see ``ControlPlane`` (off by default)."""
+    plane = ControlPlane(workdir, otlp_endpoint=otlp_endpoint)
     nicguard = Nicguard(plane, workdir, args=nicguard_args)
     try:
         plane.start()
