@@ -1,12 +1,14 @@
 """The serving process's heap: few malloc arenas, start-up objects frozen, reference cycles swept
-on a timer."""
+and free memory given back on a timer."""
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
 import ctypes.util
+import functools
 import gc
+from collections.abc import Callable
 from typing import Final
 
 SWEEP_SECONDS: Final = 10.0
@@ -34,6 +36,32 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
+def release_free_memory() -> bool:
+    """Give back to the system what malloc holds free (glibc's ``malloc_trim``); whether it could.
+
+    Decoding leaves free chunks between live objects that glibc keeps resident: measured after
+    reading 9,800 runtimes from one YAML stream, RSS 56 -> 28 MiB, in 0.2 ms (BENCHMARKS.md).
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
+    return trim
+
+
 def freeze_startup() -> None:
     """Move everything built so far (modules, a file-mode state) out of the collector's reach.
 
@@ -41,6 +69,7 @@ def freeze_startup() -> None:
     request path (measured: p99 38-45 ms -> 9-10 ms under load, BENCHMARKS.md).
     """
     gc.collect()
+    release_free_memory()
     gc.freeze()
 
 
@@ -55,3 +84,5 @@ async def sweep_cycles(every: float = SWEEP_SECONDS) -> None:
     while True:
         await asyncio.sleep(every)
         gc.collect()
+        # What a relist, an audit pass or a burst of connections left free goes back too.
+        release_free_memory()

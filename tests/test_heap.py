@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
+from app.heap import freeze_startup, limit_malloc_arenas, release_free_memory, sweep_cycles
 
 
 class _Node:
@@ -68,3 +68,26 @@ def test_malloc_arenas_are_capped_on_glibc() -> None:
     # mallopt returns 1 on success; glibc is what the image (python:3.13-slim) and CI run. (The
     # test process keeps the cap: harmless, its threads run under the GIL too.)
     assert limit_malloc_arenas() is True
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_free_memory_between_live_objects_goes_back_to_the_system() -> None:
+    # 64 MiB of 4 KiB buffers (malloc's heap, not pymalloc's arenas), one in 16 kept: glibc keeps
+    # the pages between them resident until malloc_trim gives them back.
+    buffers = [bytearray(4096) for _ in range(16_384)]
+    for buffer in buffers:
+        buffer[::512] = b"x" * 8  # touch every page
+    kept = buffers[::16]
+    del buffers
+    before = _rss_kib()
+    assert release_free_memory() is True
+    after = _rss_kib()
+    assert before - after > 32 * 1024, (before, after)
+    assert len(kept) == 1024
