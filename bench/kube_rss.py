@@ -148,7 +148,9 @@ def grow(stack: Stack, factor: int) -> StateCounts:
     create_all(stack, created)
     set_ready(stack, created)  # else nicguard denies the runtimes naming them: NetworkNotReady
     added = generated_runtimes(template, runtimes - RUNTIMES, start=have_runtimes)
-    create_all(stack, wired_runtimes(added, have_runtimes, networks - 1, varied=True))
+    # Over every generated Network: bench-net-00000 up to the last one added.
+    generated = have_networks + networks - NETWORKS
+    create_all(stack, wired_runtimes(added, have_runtimes, generated, varied=True))
     _say(
         f"created {(networks - NETWORKS) * 2 + runtimes - RUNTIMES:,} more objects in "
         f"{time.monotonic() - started:.0f}s"
