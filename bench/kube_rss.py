@@ -132,7 +132,9 @@ def fill(stack: Stack) -> None:
     checked(stack.plane.kubectl("admin", "create", "-f", "-", input=items), "team namespaces")
     template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
     started = time.monotonic()
-    create_all(stack, generated_networks(NETWORKS - _EXAMPLE_NETWORKS))
+    networks = list(generated_networks(NETWORKS - _EXAMPLE_NETWORKS))
+    create_all(stack, networks)
+    set_ready(stack, networks)  # grow() wires runtimes to these too
     create_all(stack, generated_runtimes(template, RUNTIMES - _EXAMPLE_RUNTIMES))
     _say(f"created the generated objects in {time.monotonic() - started:.0f}s")
 
