@@ -27,7 +27,7 @@ from bench.state import EXAMPLES, generated_networks, generated_runtimes, load_o
 
 RUNTIMES: Final = 10_000
 NETWORKS: Final = 2_000
-MAX_FULL_PASS_CPU: Final = 1.0  # seconds per 10,000 runtimes (SPEC §10 / issue 17)
+MAX_FULL_PASS_CPU: Final = 1.0  # seconds per 10,000 runtimes (BENCHMARKS.md)
 ROUNDS: Final = 3
 
 

@@ -310,7 +310,7 @@ ROWS: list[Row] = [
         True,
         warns=False,
     ),
-    # The param sets' own state too (SPEC §13): rdma-1's is deleted, rdma-3's is SubnetNotFound.
+    # The param sets' own state too (docs/rules.md): rdma-1's is deleted, rdma-3's SubnetNotFound.
     Row(
         "aicr rdma vs gb200, three broken pairs",
         (AICR_RDMA,),

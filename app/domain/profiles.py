@@ -69,8 +69,8 @@ A3_MEGA_TCPXO: Final = Profile(
     mapping=None,
     device_modes=(("*", "NetDevice"),),
 )
-# AICR's torch-distributed-rdma: "gvnic-1 and rdma-0 through rdma-3 are fixed object names on
-# every GB200/GKE cluster" (upstream-2026-12.md §1.2); its GB200 health check requires these modes.
+# AICR's torch-distributed-rdma (tests/fixtures/upstream/): gvnic-1 and rdma-0 through rdma-3 are
+# fixed object names on every GB200/GKE cluster; its GB200 health check requires these modes.
 A4X_GB200_RDMA: Final = Profile(
     name="a4x-gb200-rdma",
     runtimes=lambda policy: policy.rdma_runtimes,

@@ -117,7 +117,7 @@ def test_a_network_knows_the_param_set_it_references(param_kind: str | None, exp
     assert found.param_set == expected
 
 
-# -- GKENetworkParamSets (SPEC §13) -------------------------------------------------------------
+# -- GKENetworkParamSets (docs/rules.md) --------------------------------------------------------
 
 
 def param_set(

@@ -1,4 +1,4 @@
-"""Hardware profiles (SPEC §13): binding, the fixed mapping, the param sets' device modes."""
+"""Hardware profiles (docs/rules.md): binding, the fixed mapping, the param sets' device modes."""
 
 from __future__ import annotations
 

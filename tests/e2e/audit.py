@@ -1,5 +1,5 @@
-"""The continuous audit seen from outside (SPEC §12): nicguard's Events, its policy reports, its
-audit metrics and the auditor Lease, and ``nicguard audit`` run as an operator runs it.
+"""The continuous audit seen from outside (docs/audit.md): nicguard's Events, its policy reports,
+its audit metrics and the auditor Lease, and ``nicguard audit`` run as an operator runs it.
 
 Reads go straight to the API as ``admin`` (a few milliseconds each, where a ``kubectl`` process
 costs ~0.1 s), so a test can time a Network flip to its Events to a tenth of a second. The wall
@@ -52,7 +52,7 @@ REPORT_NAME: Final = "nicguard"
 CLUSTER_EVENTS: Final = "default"  # where Events on cluster-scoped runtimes go
 POLL: Final = 0.05
 RETRY_TIMEOUT: Final = 10.0
-REPORT_INTERVAL: Final = 2.0  # SPEC §12: at most one write per report per 2 s
+REPORT_INTERVAL: Final = 2.0  # docs/audit.md: at most one write per report per 2 s
 SETTLE_TIMEOUT: Final = 15.0
 # The shipped recipe-bound CTR (setting recipe-runtimes' default) and the example CTRs.
 TCPXO_CTR: Final = ("ClusterTrainingRuntime", "", "torch-distributed-tcpxo")

@@ -1,4 +1,4 @@
-"""The continuous audit on a real control plane (SPEC §12, §7 ``nicguard audit``).
+"""The continuous audit on a real control plane (docs/audit.md, ``nicguard audit``).
 
 A runtime admitted yesterday can drift today without anyone editing it: a Network it names turns
 NotReady, or the recipe it is bound to changes. Each replica re-judges the affected runtimes, the
@@ -242,7 +242,7 @@ def flip(
 
     With a ``budget`` (seconds) each must show it within that, and the reports are first left
     quiet for one coalescing interval: what is timed is the audit, not the 2-s spacing of
-    writes (SPEC §12) after an unrelated earlier write.
+    writes (docs/audit.md) after an unrelated earlier write.
     """
     api = audited.api
     reason = RESTORED if ready else DRIFT
@@ -365,7 +365,7 @@ def rounded(seen: Mapping[str, float]) -> dict[str, float]:
 def assert_reports_name_the_failure(
     audited: Audited, everything: Mapping[Ref, Obj], affected: set[Ref]
 ) -> None:
-    """Each report: labelled, summary = its results; each failing result as SPEC §12 has it."""
+    """Each report: labelled, summary = its results; each failing result as docs/audit.md has it."""
     found = reports(audited.api, OPENREPORTS)
     assert {(r["kind"], r["metadata"].get("namespace", "")) for r in found} >= {
         ("ClusterReport", ""),

@@ -1,4 +1,4 @@
-"""GKENetworkParamSets on a real apiserver (SPEC §13; docs/rules.md, NetworkNotReady).
+"""GKENetworkParamSets on a real apiserver (docs/rules.md, NetworkNotReady).
 
 A Network is usable only while the GKENetworkParamSet it references exists and has condition
 ``Ready=True``: nicguard list+watches the param sets like the Networks, so a param set GKE reports

@@ -1,4 +1,4 @@
-"""Hardware profiles on a real apiserver (SPEC §13): AICR's GB200 ``torch-distributed-rdma``.
+"""Hardware profiles on a real apiserver (docs/rules.md): AICR's GB200 ``torch-distributed-rdma``.
 
 The runtime as AICR ships it (``tests/fixtures/upstream/aicr/``, headed with its source) on a
 GB200 cluster's Networks (gvnic-1 NetDevice, rdma-0..3 RDMA, each with its GKENetworkParamSet):
