@@ -25,15 +25,8 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     nothing from arenas of their own: measured in Kubernetes mode with 10,000 cached objects,
     RSS 116.0 -> 112.9 MiB (BENCHMARKS.md). Call before the threads start.
     """
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, arenas))
+    mallopt = _libc_function("mallopt", (ctypes.c_int, ctypes.c_int))
+    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 def release_free_memory() -> bool:
@@ -42,7 +35,7 @@ def release_free_memory() -> bool:
     Decoding leaves free chunks between live objects that glibc keeps resident: measured after
     reading 9,800 runtimes from one YAML stream, RSS 56 -> 28 MiB, in 0.2 ms (BENCHMARKS.md).
     """
-    trim = _malloc_trim()
+    trim = _libc_function("malloc_trim", (ctypes.c_size_t,))
     if trim is None:
         return False
     trim(0)
@@ -50,16 +43,17 @@ def release_free_memory() -> bool:
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
+def _libc_function(name: str, argtypes: tuple[type, ...]) -> Callable[..., int] | None:
+    """The C library's ``name`` (returning int), or None where there is none (musl, macOS)."""
+    library = ctypes.util.find_library("c")
+    if library is None:
         return None
     try:
-        trim = ctypes.CDLL(name).malloc_trim
+        function = getattr(ctypes.CDLL(library), name)
     except (OSError, AttributeError):
         return None
-    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
-    return trim
+    function.argtypes, function.restype = argtypes, ctypes.c_int
+    return function  # type: ignore[no-any-return]
 
 
 def freeze_startup() -> None:
