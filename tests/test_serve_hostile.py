@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import os
 import resource
 import select
 import socket
@@ -19,7 +18,7 @@ from typing import Final
 
 import pytest
 
-from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, wait_until
+from tests.live_serve import LiveServe, live_serve
 
 pytestmark = pytest.mark.slow  # ~15 s: the deadline has to pass
 
@@ -42,23 +41,9 @@ def rss_kib(pid: int) -> int:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[Process, int, int, ssl.SSLContext]]:
-    port, probe_port = free_ports(2)
-    argv = [*NICGUARD, "serve", f"--state={ROOT / 'examples' / 'cluster'}", "--host=127.0.0.1"]
-    argv += [f"--cert-dir={tmp_path / 'certs'}", f"--port={port}", f"--probe-port={probe_port}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NICGUARD_")}
-    process = Process("nicguard", argv, tmp_path / "nicguard.log", env=env)
-    try:
-        wait_until(
-            lambda: http_status(f"http://127.0.0.1:{probe_port}/readyz") == 200 or None,
-            timeout=30,
-            what="nicguard /readyz",
-            diagnose=process.report,
-        )
-        context = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
-        yield process, port, probe_port, context
-    finally:
-        process.stop()
+def server(tmp_path: Path) -> Iterator[LiveServe]:
+    with live_serve(tmp_path) as served:
+        yield served
 
 
 @pytest.fixture
@@ -96,9 +81,14 @@ def closed_by_peer(sock: socket.socket) -> bool:
 
 
 def test_idle_and_slow_header_connections_cost_no_review_its_latency(
-    server: tuple[Process, int, int, ssl.SSLContext], many_files: None
+    server: LiveServe, many_files: None
 ) -> None:
-    process, port, probe_port, context = server
+    process, port, probe_port, context = (
+        server.process,
+        server.port,
+        server.probe_port,
+        server.context,
+    )
     rss_before = rss_kib(process.pid)
     sockets: list[socket.socket] = []
     try:

@@ -7,39 +7,21 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
-from tests.e2e.procs import NICGUARD, free_ports, http_status, wait_until
+from tests.live_serve import live_serve
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 RFC3339_UTC_MILLIS: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 TIMEOUT: Final = 30.0
 
 
 def _serve_then_stop(tmp_path: Path) -> list[dict[str, Any]]:
-    port, probe_port = free_ports(2)
-    argv = [*NICGUARD, "serve", "--state", str(ROOT / "examples" / "cluster")]
-    argv += ["--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1"]
-    argv += [f"--port={port}", f"--probe-port={probe_port}"]
-    log = tmp_path / "nicguard.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        wait_until(
-            lambda: http_status(f"http://127.0.0.1:{probe_port}/readyz") == 200 or None,
-            timeout=TIMEOUT,
-            what="nicguard /readyz",
-            diagnose=lambda: log.read_text(errors="replace"),
-        )
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(TIMEOUT) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(TIMEOUT)
+    with live_serve(tmp_path) as served:
+        served.process.signal(signal.SIGTERM)
+        assert served.process.wait(TIMEOUT) == 0
+        log = served.process.log
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 

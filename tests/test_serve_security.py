@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import http.client
 import json
-import os
 import secrets
 import socket
 import ssl
@@ -20,14 +19,14 @@ import struct
 import subprocess
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import yaml
 
-from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, tool, wait_until
+from tests.e2e.procs import http_status, tool
+from tests.live_serve import LiveServe, live_serve
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 KUBECTL: Final = tool("kubectl")
@@ -64,40 +63,11 @@ STRONG_SUITES: Final = {
 TLS12: Final = 0x0303
 
 
-@dataclass(frozen=True, slots=True)
-class Live:
-    port: int
-    probe_port: int
-    ca: Path
-    log: Path
-
-    @property
-    def context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.ca))
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe]:
     """``nicguard serve --state examples/cluster`` on loopback, stopped by PID afterwards."""
-    workdir = tmp_path_factory.mktemp("security")
-    port, probe_port = free_ports(2)
-    argv = [*NICGUARD, "serve", f"--state={EXAMPLES / 'cluster'}", "--host=127.0.0.1"]
-    argv += [f"--cert-dir={workdir / 'certs'}", f"--port={port}", f"--probe-port={probe_port}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NICGUARD_")}
-    process = Process("nicguard", argv, workdir / "nicguard.log", env=env)
-    try:
-        wait_until(
-            lambda: http_status(f"http://127.0.0.1:{probe_port}/readyz") == 200 or None,
-            timeout=30,
-            what="nicguard /readyz",
-            diagnose=process.report,
-        )
-        yield Live(port, probe_port, workdir / "certs" / "ca.crt", process.log)
-    finally:
-        process.stop()
+    with live_serve(tmp_path_factory.mktemp("security")) as served:
+        yield served
 
 
 # --- TLS versions and cipher suites --------------------------------------------------------
@@ -165,7 +135,7 @@ def server_answer(port: int, hello: bytes) -> tuple[str, int, int]:
     return "hello", version, struct.unpack("!H", payload[suite_at : suite_at + 2])[0]
 
 
-def test_raw_probe_sees_the_aead_suites_negotiated(live: Live) -> None:
+def test_raw_probe_sees_the_aead_suites_negotiated(live: LiveServe) -> None:
     for name, suite in STRONG_SUITES.items():
         assert server_answer(live.port, client_hello(TLS12, [suite])) == (
             "hello",
@@ -175,25 +145,25 @@ def test_raw_probe_sees_the_aead_suites_negotiated(live: Live) -> None:
 
 
 @pytest.mark.parametrize(("name", "suite"), sorted(WEAK_SUITES.items()))
-def test_weak_suite_is_never_negotiated(live: Live, name: str, suite: int) -> None:
+def test_weak_suite_is_never_negotiated(live: LiveServe, name: str, suite: int) -> None:
     answer = server_answer(live.port, client_hello(TLS12, [suite]))
     assert answer[0] != "hello", f"{name} negotiated: {answer}"
 
 
-def test_server_prefers_aead_when_offered_last_after_every_weak_suite(live: Live) -> None:
+def test_server_prefers_aead_when_offered_last_after_every_weak_suite(live: LiveServe) -> None:
     offered = [*WEAK_SUITES.values(), STRONG_SUITES["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"]]
     assert server_answer(live.port, client_hello(TLS12, offered)) == ("hello", TLS12, 0xC02B)
 
 
 @pytest.mark.parametrize("version", [0x0300, 0x0301, 0x0302], ids=["SSLv3", "TLSv1", "TLSv1.1"])
-def test_raw_pre_tls12_hello_is_refused(live: Live, version: int) -> None:
+def test_raw_pre_tls12_hello_is_refused(live: LiveServe, version: int) -> None:
     """Even offering every suite the server has, plus the CBC suites older versions need."""
     suites = [*STRONG_SUITES.values(), 0xC009, 0xC00A, 0x002F]
     answer = server_answer(live.port, client_hello(version, suites))
     assert answer[0] != "hello", answer
 
 
-def _legacy_context(live: Live, maximum: ssl.TLSVersion) -> ssl.SSLContext:
+def _legacy_context(live: LiveServe, maximum: ssl.TLSVersion) -> ssl.SSLContext:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # TLSVersion.TLSv1 and TLSv1_1
         legacy = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -204,7 +174,7 @@ def _legacy_context(live: Live, maximum: ssl.TLSVersion) -> ssl.SSLContext:
     return legacy
 
 
-def _handshake(live: Live, context: ssl.SSLContext) -> str | None:
+def _handshake(live: LiveServe, context: ssl.SSLContext) -> str | None:
     with (
         socket.create_connection(("127.0.0.1", live.port), timeout=TIMEOUT) as raw,
         context.wrap_socket(raw, server_hostname="localhost") as tls,
@@ -213,7 +183,7 @@ def _handshake(live: Live, context: ssl.SSLContext) -> str | None:
 
 
 @pytest.mark.parametrize("maximum", ["TLSv1", "TLSv1_1"])
-def test_openssl_client_limited_to_tls10_or_tls11_is_refused(live: Live, maximum: str) -> None:
+def test_openssl_client_limited_to_tls10_or_tls11_is_refused(live: LiveServe, maximum: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         version = getattr(ssl.TLSVersion, maximum)
@@ -226,13 +196,13 @@ def test_openssl_client_limited_to_tls10_or_tls11_is_refused(live: Live, maximum
 # --- the request body cap ------------------------------------------------------------------
 
 
-def _connection(live: Live) -> http.client.HTTPSConnection:
+def _connection(live: LiveServe) -> http.client.HTTPSConnection:
     return http.client.HTTPSConnection(
         "127.0.0.1", live.port, timeout=TIMEOUT, context=live.context
     )
 
 
-def _post(live: Live, body: bytes) -> tuple[int, bytes]:
+def _post(live: LiveServe, body: bytes) -> tuple[int, bytes]:
     connection = _connection(live)
     try:
         connection.request(
@@ -244,7 +214,7 @@ def _post(live: Live, body: bytes) -> tuple[int, bytes]:
         connection.close()
 
 
-def test_declared_body_over_3_mib_is_413_before_it_is_sent(live: Live) -> None:
+def test_declared_body_over_3_mib_is_413_before_it_is_sent(live: LiveServe) -> None:
     connection = _connection(live)
     try:
         connection.putrequest("POST", "/validate")
@@ -258,7 +228,7 @@ def test_declared_body_over_3_mib_is_413_before_it_is_sent(live: Live) -> None:
         connection.close()
 
 
-def test_streamed_body_over_3_mib_is_413(live: Live) -> None:
+def test_streamed_body_over_3_mib_is_413(live: LiveServe) -> None:
     connection = _connection(live)
     try:
         connection.putrequest("POST", "/validate")
@@ -276,7 +246,7 @@ def test_streamed_body_over_3_mib_is_413(live: Live) -> None:
         connection.close()
 
 
-def test_a_body_of_exactly_3_mib_is_read_and_judged_as_json(live: Live) -> None:
+def test_a_body_of_exactly_3_mib_is_read_and_judged_as_json(live: LiveServe) -> None:
     body = b"[" + b" " * (CAP - 2) + b"]"
     assert len(body) == CAP
     status, answer = _post(live, body)
@@ -384,7 +354,7 @@ def _adversarial_reviews() -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("case", sorted(_adversarial_reviews()))
-def test_a_denial_never_echoes_what_else_the_object_holds(live: Live, case: str) -> None:
+def test_a_denial_never_echoes_what_else_the_object_holds(live: LiveServe, case: str) -> None:
     review = _adversarial_reviews()[case]
     body = json.dumps(review).encode()
     assert body.count(MARKER.encode()) >= 8
@@ -435,7 +405,7 @@ def test_a_denial_never_echoes_what_else_the_object_holds(live: Live, case: str)
         ),
     ],
 )
-def test_a_rejected_request_never_echoes_its_body(live: Live, body: bytes) -> None:
+def test_a_rejected_request_never_echoes_its_body(live: LiveServe, body: bytes) -> None:
     status, answer = _post(live, body)
     assert status == 400, answer
     assert MARKER not in answer.decode()
@@ -476,7 +446,7 @@ def _adversarial_bodies() -> dict[str, bytes]:
     return variants
 
 
-def test_adversarial_bodies_get_4xx_or_a_verdict_never_5xx(live: Live) -> None:
+def test_adversarial_bodies_get_4xx_or_a_verdict_never_5xx(live: LiveServe) -> None:
     statuses = {}
     for name, body in _adversarial_bodies().items():
         status, answer = _post(live, body)

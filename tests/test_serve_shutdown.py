@@ -11,7 +11,6 @@ import http.client
 import signal
 import socket
 import ssl
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +19,8 @@ from typing import Final
 
 import pytest
 
-from tests.e2e.procs import NICGUARD, free_ports, http_status, wait_until
+from tests.e2e.procs import Process, http_status, wait_until
+from tests.live_serve import live_serve
 
 # Timing windows on a live process: not the fast unit tier (`make unit`); `make slow` runs them.
 pytestmark = pytest.mark.slow
@@ -34,15 +34,15 @@ TIMEOUT: Final = 30.0
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    process: subprocess.Popen[bytes]
+    process: Process
     port: int
-    probe_port: int
     context: ssl.SSLContext
     log: Path
+    probes: str
     sockets: list[ssl.SSLSocket] = field(default_factory=list)
 
     def readyz(self) -> int | None:
-        return http_status(f"http://127.0.0.1:{self.probe_port}/readyz")
+        return http_status(f"{self.probes}/readyz")
 
     def connect(self) -> ssl.SSLSocket:
         plain = socket.create_connection(("127.0.0.1", self.port), timeout=5)
@@ -59,31 +59,13 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    port, probe_port = free_ports(2)
-    argv = [*NICGUARD, "serve", "--state", str(ROOT / "examples" / "cluster")]
-    argv += ["--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1"]
-    argv += [f"--port={port}", f"--probe-port={probe_port}", f"--shutdown-delay={DELAY}"]
-    log = tmp_path / "nicguard.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        wait_until(
-            lambda: http_status(f"http://127.0.0.1:{probe_port}/readyz") == 200 or None,
-            timeout=TIMEOUT,
-            what="nicguard /readyz",
-            diagnose=lambda: log.read_text(errors="replace"),
-        )
-        context = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
-        started = Served(process, port, probe_port, context, log)
+    with live_serve(tmp_path, f"--shutdown-delay={DELAY}") as live:
+        started = Served(live.process, live.port, live.context, live.process.log, live.probes)
         try:
             yield started
         finally:
             for sock in started.sockets:
                 sock.close()
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(TIMEOUT)
 
 
 HEAD: Final = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
@@ -127,7 +109,7 @@ def test_sigterm_fails_readiness_keeps_serving_for_the_delay_then_drains(served:
     in_flight.sendall(REQUEST[:-10])
 
     sent = time.monotonic()
-    served.process.send_signal(signal.SIGTERM)
+    served.process.signal(signal.SIGTERM)
     wait_until(lambda: served.readyz() == 503 or None, timeout=DELAY / 2, what="/readyz 503")
 
     # Within the delay: answers go on, each closing its connection so the client re-balances.
@@ -141,7 +123,7 @@ def test_sigterm_fails_readiness_keeps_serving_for_the_delay_then_drains(served:
     assert reply.getheader("connection") == "close"
     wait_until(lambda: closed(fresh), timeout=2, what="the server to close the connection")
     assert closed(idle) is None  # idle keep-alive connections are kept until the delay ends
-    assert served.process.poll() is None
+    assert served.process.running()
 
     # After the delay: no new connections; idle ones closed at once (before their keep-alive
     # timeout), the in-flight request answered; then exit 0.

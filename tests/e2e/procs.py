@@ -134,6 +134,10 @@ class Process:
             Process._live.discard(self)
         return self._popen.returncode
 
+    def wait(self, timeout: float = STOP_TIMEOUT) -> int:
+        """The exit status, once the process has exited by itself within ``timeout`` s."""
+        return self._popen.wait(timeout)
+
     def kill(self, timeout: float = STOP_TIMEOUT) -> int | None:
         """SIGKILL the PID at once (a crash, not a shutdown) and reap it; returns the status."""
         try:

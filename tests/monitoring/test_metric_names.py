@@ -6,50 +6,31 @@ from start, in every mode, so a name missing from its /metrics is a name nicguar
 
 from __future__ import annotations
 
-import os
 import urllib.request
-from collections.abc import Iterator
-from typing import Final
 
 import pytest
 from prometheus_client import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, wait_until
+from tests.live_serve import live_serve
 from tests.monitoring.promql import (
     PROMETHEUS_SERIES,
-    ROOT,
     Query,
     all_queries,
     metric_names,
     series_names,
 )
 
-TIMEOUT: Final = 30.0
-
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Metric]]:
+def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Metric]:
     """The metric families of a live file-mode nicguard, by name; stopped by PID afterwards."""
-    workdir = tmp_path_factory.mktemp("monitoring")
-    port, probe_port = free_ports(2)
-    argv = [*NICGUARD, "serve", f"--state={ROOT / 'examples' / 'cluster'}", "--host=127.0.0.1"]
-    argv += [f"--cert-dir={workdir / 'certs'}", f"--port={port}", f"--probe-port={probe_port}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NICGUARD_")}
-    process = Process("nicguard", argv, workdir / "nicguard.log", env=env)
-    try:
-        probes = f"http://127.0.0.1:{probe_port}"
-        wait_until(
-            lambda: http_status(f"{probes}/readyz") == 200 or None,
-            timeout=TIMEOUT,
-            what="nicguard /readyz",
-            diagnose=process.report,
-        )
-        with urllib.request.urlopen(f"{probes}/metrics", timeout=5) as reply:  # noqa: S310
-            text = reply.read().decode()
-        yield {family.name: family for family in text_string_to_metric_families(text)}
-    finally:
-        process.stop()
+    with (
+        live_serve(tmp_path_factory.mktemp("monitoring")) as served,
+        urllib.request.urlopen(f"{served.probes}/metrics", timeout=5) as reply,  # noqa: S310
+    ):
+        text = reply.read().decode()
+    return {family.name: family for family in text_string_to_metric_families(text)}
 
 
 def unexported(queries: list[Query], exported: dict[str, Metric]) -> list[str]:
