@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from immutables import Map
 from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.annotation import InterfaceRef
@@ -125,7 +126,7 @@ def test_unsynced_caches_answer_unverifiable(make_view: MakeView) -> None:
     for held in pending:
         held.release.set()
     assert view.wait_synced(5)
-    assert view.networks() == Networks(by_name={}, served=True)
+    assert view.networks() == Networks(by_name=Map(), served=True)
     assert view.recipe() == RecipeMissing(ref=str(RECIPE))
 
 
@@ -138,14 +139,14 @@ def test_networks_come_from_the_cache_as_domain_values(make_view: MakeView) -> N
     assert view.wait_synced(5)
     wait_for(lambda: len(source.watch_versions) == 2)
     assert view.networks() == Networks(
-        by_name={"gpu-nic-0": Network("gpu-nic-0", param_set="gpu-nic-0")}
+        by_name=Map({"gpu-nic-0": Network("gpu-nic-0", param_set="gpu-nic-0")})
     )
 
 
 def test_network_api_not_served_is_answered_without_unverifiable(make_view: MakeView) -> None:
     view = make_view(networks=ScriptedSource(lists=[ApiException(status=404)]))
     assert view.wait_synced(5)
-    assert view.networks() == Networks(by_name={}, served=False)
+    assert view.networks() == Networks(by_name=Map(), served=False)
     assert [s.served for s in view.status()] == [False, True, True, True]
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import pytest
+from immutables import Map
 from kubernetes.client import ApiException
 
 from app.domain.fields import JsonMap, str_at
@@ -233,7 +234,7 @@ def test_gone_relists_and_stays_unsynced_until_the_relist_is_done(
     assert pending.error == "watch expired (410 Gone); relisting"
     relist.release.set()
     wait_for(lambda: source.watch_versions[-1:] == ["30"])
-    assert cache.state == CacheState({"b": "two"}, synced=True)
+    assert cache.state == CacheState(Map({"b": "two"}), synced=True)
 
 
 def test_connection_errors_back_off_and_resume_from_the_last_version(start: Start) -> None:
