@@ -117,11 +117,17 @@ demo: $(STAMP) k8s-bins
 # Benchmarks (BENCHMARKS.md): nicguard beside a bare FastAPI/uvicorn echo under wrk, RSS with 10,000
 # cached objects, the audit's CPU, then scale in file mode (RSS at 10,000 in six mixes and layouts,
 # the slope to 100,000, ready at 100,000). Installs wrk when missing; exits 1 when a target is missed.
-.PHONY: bench wrk
+# `make bench-py313`: the same on Python 3.13, the image's interpreter (both servers, the states).
+.PHONY: bench bench-py313 wrk
 bench: $(STAMP) wrk
 	status=0; $(BIN)/python -m bench.run || status=$$?; \
 	  $(BIN)/python -m bench.audit_pass || status=$$?; \
 	  $(BIN)/python -m bench.scale || status=$$?; exit $$status
+
+bench-py313: $(STAMP313) wrk
+	status=0; $(VENV313)/bin/python -m bench.run || status=$$?; \
+	  $(VENV313)/bin/python -m bench.audit_pass || status=$$?; \
+	  $(VENV313)/bin/python -m bench.scale || status=$$?; exit $$status
 
 wrk:
 	@command -v wrk >/dev/null 2>&1 || { \
