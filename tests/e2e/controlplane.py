@@ -179,12 +179,13 @@ class ControlPlane:
         identity: str,
         *args: str,
         input: str | None = None,  # noqa: A002
+        timeout: float = KUBECTL_TIMEOUT,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``kubectl`` as ``identity``; never raises on a non-zero exit status."""
         argv = [str(KUBECTL), f"--kubeconfig={self.kubeconfig(identity)}"]
         argv += [f"--cache-dir={self.workdir / 'kubectl-cache'}", *args]
         return subprocess.run(
-            argv, input=input, capture_output=True, text=True, timeout=KUBECTL_TIMEOUT, check=False
+            argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
         )
 
     def audit_events(self) -> Iterator[dict[str, object]]:
