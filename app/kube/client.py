@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import socket
@@ -14,12 +15,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
+import orjson
 import urllib3
 from kubernetes import config
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
-from app.kube.errors import raw_response, read_body
+from app.kube.errors import BAD_REQUEST, INVALID, raw_response, read_body, status_of, watch_error
+
+logger = logging.getLogger(__name__)
 
 ListCall = Callable[..., object]
 """A generated ``list_*`` method with its path arguments bound (``functools.partial``)."""
@@ -29,6 +33,11 @@ _load_kube_config = cast(Callable[..., None], config.load_kube_config)
 
 
 _OBJECT_EVENTS: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
+# The annotation of the bookmark that ends a watch's initial events (sendInitialEvents=true).
+INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
+# The initial events' watch ends after this long, whether or not they were all sent (100,000
+# objects take ~20 s on the benchmark machine): then LIST pages are used instead.
+INITIAL_EVENTS_SECONDS: Final = 600
 
 
 # kube-apiserver 1.37 sends watch bookmarks every 60 s, but skips one while the resourceVersion
@@ -86,7 +95,7 @@ def load_api_client(environ: Mapping[str, str] = os.environ) -> ApiClient:
 
 
 class ApiListWatch:
-    """LIST and WATCH through one generated list method, reading the JSON bodies directly.
+    """LIST and WATCH through one list call, reading the JSON bodies directly.
 
     Raw bodies (``_preload_content=False``) skip model deserialization, so every resource
     yields plain mappings; watch ERROR events reach the cache, which owns 410 handling.
@@ -104,11 +113,15 @@ class ApiListWatch:
         # runtimes cached).
         page_size: int = 100,
         trim: Callable[[JsonMap], JsonMap] | None = None,
+        initial_events: bool = False,
     ) -> None:
-        """``trim`` cuts each object down as it is decoded, page by page and event by event."""
+        """``trim`` cuts each object down as it is decoded, page by page and event by event.
+        ``initial_events``: ``list()`` first asks for the collection as a watch's initial
+        events (``call`` must take ``send_initial_events`` and ``resource_version_match``)."""
         self._call = call
         self._trim = trim
         self._page_size = page_size
+        self._initial_events = initial_events
         self._stream: urllib3.BaseHTTPResponse | None = None
         self._closed = False
         self._watch_seconds = watch_seconds
@@ -116,6 +129,51 @@ class ApiListWatch:
         self._read_timeout = read_timeout
 
     def list(self) -> Listing:
+        """The whole collection: streamed as a watch's initial events where the API server
+        can (Kubernetes' WatchList: from its watch cache, one object per line, about half the
+        time of LIST pages read from etcd, BENCHMARKS.md), else LIST pages."""
+        if self._initial_events:
+            try:
+                streamed = self._streamed()
+            except ApiException as error:
+                # A server without WatchList refuses the parameters (422, or 400 from a proxy).
+                if status_of(error) not in (BAD_REQUEST, INVALID):
+                    raise
+                streamed = None
+            if streamed is not None:
+                return streamed
+            self._initial_events = False  # asked once: LIST pages from now on
+            logger.info("the API server does not stream initial events; listing in pages")
+        return self._paged()
+
+    def _streamed(self) -> Listing | None:
+        """The initial events up to the bookmark that ends them; None when the stream ended
+        without it (a server that ignored the request, or too slow for one watch)."""
+        response = raw_response(
+            self._call(
+                watch=True,
+                send_initial_events=True,
+                resource_version_match="NotOlderThan",  # at least as new as a quorum read
+                allow_watch_bookmarks=True,
+                timeout_seconds=INITIAL_EVENTS_SECONDS,
+                _preload_content=False,
+                # The objects come one after another: silence is a dead connection.
+                _request_timeout=(self._connect_timeout, self._read_timeout),
+            )
+        )
+        self._stream = response
+        objects: list[JsonMap] = []
+        for event in _events(response):
+            if event.event_type == "ERROR":
+                raise watch_error(event.obj)
+            if event.event_type in _OBJECT_EVENTS:
+                objects.append(self._trimmed(event.obj))
+            elif event.event_type == "BOOKMARK" and _ends_initial_events(event.obj):
+                response.close()
+                return Listing(objects, str_at(event.obj, "metadata", "resourceVersion") or "")
+        return None
+
+    def _paged(self) -> Listing:
         """All pages of the collection; paging bounds the JSON held at once (BENCHMARKS.md: RSS)."""
         objects: list[JsonMap] = []
         token: str | None = None
@@ -187,9 +245,8 @@ def get_json(call: Callable[..., object], *, timeout: float) -> object:
 def _events(response: urllib3.BaseHTTPResponse) -> Iterator[WatchEvent]:
     try:
         for line in response:  # urllib3 splits the chunked stream at newlines
-            try:
-                decoded: object = json.loads(line)
-            except ValueError:
+            decoded = _decoded(line)
+            if decoded is None:
                 continue  # a torn or blank line carries no event
             event_type, obj = str_at(decoded, "type"), map_at(decoded, "object")
             if event_type and obj is not None:
@@ -197,3 +254,25 @@ def _events(response: urllib3.BaseHTTPResponse) -> Iterator[WatchEvent]:
     finally:
         response.close()
         response.release_conn()
+
+
+def _decoded(line: bytes) -> object | None:
+    """One JSON line: orjson (a third of the CPU on a 100,000-object stream), else the json
+    module for what orjson refuses (integers beyond 64 bits); None when it is not JSON."""
+    decoded: object
+    try:
+        decoded = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        return decoded
+    try:
+        decoded = json.loads(line)
+    except ValueError:
+        return None
+    return decoded
+
+
+def _ends_initial_events(bookmark: JsonMap) -> bool:
+    annotations = map_at(bookmark, "metadata", "annotations") or {}
+    return annotations.get(INITIAL_EVENTS_END) == "true"

@@ -39,7 +39,7 @@ from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
 from app.kube.client import ApiListWatch, get_json
 from app.kube.errors import FORBIDDEN, NOT_FOUND, TRANSPORT_ERRORS, status_of, summary
-from app.kube.rest import config_map_list
+from app.kube.rest import config_map_list, custom_object_list
 from app.kube.watch_cache import DEFAULT_PACING, CacheState, ListWatch, Pacing, WatchCache
 from app.statefiles import load_yaml
 
@@ -126,32 +126,30 @@ class KubeClusterView:
         cls, api_client: ApiClient, recipe_name: ObjectName, *, pacing: Pacing = DEFAULT_PACING
     ) -> KubeClusterView:
         """Caches over the real API; call ``start()`` to begin listing."""
-        custom = CustomObjectsApi(api_client)
-        list_cluster = custom.list_cluster_custom_object
-        list_all = custom.list_custom_object_for_all_namespaces
+
+        def source(
+            group: str, version: str, plural: str, trim: Callable[[JsonMap], JsonMap] | None = None
+        ) -> ApiListWatch:
+            # Listed as a watch's initial events where the server can (WatchList).
+            call = custom_object_list(api_client, group, version, plural)
+            return ApiListWatch(call, trim=trim, initial_events=True)
+
         sources = Sources(
-            networks=ApiListWatch(
-                partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL)
-            ),
+            networks=source(NETWORK_GROUP, NETWORK_VERSION, NETWORK_PLURAL),
             # A field selector makes this a list+watch of the one ConfigMap.
             recipe=ApiListWatch(
                 config_map_list(
                     api_client, recipe_name.namespace, f"metadata.name={recipe_name.name}"
-                )
+                ),
+                initial_events=True,
             ),
             # Runtimes are trimmed as they are decoded: a LIST of thousands never sits whole.
-            cluster_runtimes=ApiListWatch(
-                partial(list_cluster, TRAINER_GROUP, TRAINER_VERSION, CLUSTER_RUNTIME_PLURAL),
-                trim=slim_runtime,
+            cluster_runtimes=source(
+                TRAINER_GROUP, TRAINER_VERSION, CLUSTER_RUNTIME_PLURAL, slim_runtime
             ),
-            runtimes=ApiListWatch(
-                partial(list_all, TRAINER_GROUP, TRAINER_VERSION, RUNTIME_PLURAL),
-                trim=slim_runtime,
-            ),
+            runtimes=source(TRAINER_GROUP, TRAINER_VERSION, RUNTIME_PLURAL, slim_runtime),
             get_runtime=partial(_get_runtime, CustomObjectsApi(_one_attempt(api_client))),
-            param_sets=ApiListWatch(
-                partial(list_cluster, NETWORK_GROUP, NETWORK_VERSION, PARAM_SET_PLURAL)
-            ),
+            param_sets=source(NETWORK_GROUP, NETWORK_VERSION, PARAM_SET_PLURAL),
         )
         return cls(sources, recipe_name=recipe_name, pacing=pacing)
 

@@ -14,11 +14,13 @@ from kubernetes.client import ApiException
 
 from app.domain.fields import JsonMap, as_map, str_at
 
+BAD_REQUEST: Final = 400
 UNAUTHORIZED: Final = 401
 FORBIDDEN: Final = 403
 NOT_FOUND: Final = 404
 CONFLICT: Final = 409
 GONE: Final = 410
+INVALID: Final = 422
 TIMEOUT: Final = (5.0, 10.0)  # connect, read: seconds, for one read or write of an object
 # Raised when no HTTP answer came (refused, reset, timed out); HTTP errors are ApiException.
 TRANSPORT_ERRORS: Final = (urllib3.exceptions.HTTPError, OSError)

@@ -17,6 +17,7 @@ from app.kube.client import ListCall
 _CONFIG_MAPS: Final = "/api/v1/namespaces/{namespace}/configmaps"
 _SECRETS: Final = "/api/v1/namespaces/{namespace}/secrets"
 _SECRET: Final = "/api/v1/namespaces/{namespace}/secrets/{name}"  # noqa: S105 - a path
+_CUSTOM_OBJECTS: Final = "/apis/{group}/{version}/{plural}"  # cluster-wide: every namespace
 _WEBHOOK_CONFIGURATION: Final = (
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}"
 )
@@ -27,6 +28,8 @@ _QUERY: Final = {
     "field_selector": "fieldSelector",
     "limit": "limit",
     "resource_version": "resourceVersion",
+    "resource_version_match": "resourceVersionMatch",
+    "send_initial_events": "sendInitialEvents",
     "timeout_seconds": "timeoutSeconds",
     "watch": "watch",
 }
@@ -69,20 +72,32 @@ def request(
 
 def config_map_list(api_client: ApiClient, namespace: str, field_selector: str) -> ListCall:
     """A list (and watch) call of the ConfigMaps of ``namespace`` that ``field_selector`` keeps,
-    taking the keywords of ``CoreV1Api.list_namespaced_config_map``."""
+    taking the keywords of ``CoreV1Api.list_namespaced_config_map`` (and those of WatchList)."""
+    return _list_call(
+        api_client, _CONFIG_MAPS, {"namespace": namespace}, [("fieldSelector", field_selector)]
+    )
 
+
+def custom_object_list(api_client: ApiClient, group: str, version: str, plural: str) -> ListCall:
+    """A list (and watch) call of a custom resource in the whole cluster, taking the keywords
+    of ``CustomObjectsApi.list_cluster_custom_object`` and those of WatchList
+    (``send_initial_events``, ``resource_version_match``), which the generated method lacks."""
+    path_params = {"group": group, "version": version, "plural": plural}
+    return _list_call(api_client, _CUSTOM_OBJECTS, path_params, [])
+
+
+def _list_call(
+    api_client: ApiClient,
+    path: str,
+    path_params: Mapping[str, str],
+    fixed: list[tuple[str, object]],
+) -> ListCall:
     def call(
         *, _preload_content: bool = False, _request_timeout: Timeout = None, **params: object
     ) -> urllib3.BaseHTTPResponse:
         query = [(_QUERY[k], v) for k, v in params.items() if v is not None]
-        query.append(("fieldSelector", field_selector))
         return request(
-            api_client,
-            "GET",
-            _CONFIG_MAPS,
-            {"namespace": namespace},
-            query=query,
-            timeout=_request_timeout,
+            api_client, "GET", path, path_params, query=query + fixed, timeout=_request_timeout
         )
 
     return call

@@ -23,6 +23,7 @@ from app.domain.network import Network
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
 from app.kube.client import (
+    INITIAL_EVENTS_SECONDS,
     WATCH_SECONDS,
     ClientConfigError,
     Listing,
@@ -244,7 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {key: values[0] for key, values in parse_qs(url.query).items()}
         self.server.queries.append((url.path, query))
         group = "/apis/trainer.kubeflow.org/v1alpha1/"
-        if url.path.startswith(group + "clustertrainingruntimes/"):
+        if query.get("sendInitialEvents") == "true":  # as kube-apiserver without WatchList
+            self._reply(422, {"kind": "Status", "code": 422, "reason": "Invalid"})
+        elif url.path.startswith(group + "clustertrainingruntimes/"):
             self._get_runtime(url.path.rsplit("/", 1)[1])
         elif url.path.startswith(group + "namespaces/"):
             self._reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
@@ -311,10 +314,18 @@ def test_from_api_client_lists_and_watches_through_the_generated_client() -> Non
         assert view.recipe() == RecipeMissing(ref=str(RECIPE))
         assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
         wait_for(lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable))
-        queries = [q for p, q in server.queries if p.endswith("/networks")][:3]
-        watch_seconds = int(queries[2].pop("timeoutSeconds"))
+        queries = [q for p, q in server.queries if p.endswith("/networks")][:4]
+        watch_seconds = int(queries[3].pop("timeoutSeconds"))
         assert WATCH_SECONDS[0] <= watch_seconds <= WATCH_SECONDS[1]  # short, jittered
         assert queries == [
+            # The initial events first; refused, the LIST pages.
+            {
+                "watch": "true",
+                "sendInitialEvents": "true",
+                "resourceVersionMatch": "NotOlderThan",
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": str(INITIAL_EVENTS_SECONDS),
+            },
             {"limit": "100"},
             {"limit": "100", "continue": "p2"},
             {"watch": "true", "resourceVersion": "100", "allowWatchBookmarks": "true"},
