@@ -7,7 +7,8 @@ full-size AICR pod templates, created with ``kubectl create``); nicguard is then
 caches LIST all of them, proven by a TrainJob on the last runtime that only a cache holding it
 can deny. VmRSS is read once its audit has judged every runtime and after a wrk round. Then ten
 times the objects (the added runtimes each wired its own way): the slope per object and the time to
-ready after a restart (a rollout's cold start).
+ready after a restart (a rollout's cold start), beside its floor: the same collections streamed to
+a client that only reads them (``bench/initial_events.py``), and the API server's CPU for each.
 
     NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.kube_rss
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from bench.initial_events import Streamed, apiserver_cpu, stream_all
 from bench.run import ROOT, Load, cpu_seconds, load_average, machine, rss_kib, run_wrk
 from bench.scale import MAX_READY_SECONDS, MAX_SLOPE_BYTES, audited_runtimes
 from bench.shapes import wired_runtimes
@@ -215,6 +217,8 @@ def set_ready(stack: Stack, objects: list[dict[str, Any]]) -> None:
 class Measured:
     counts: StateCounts
     ready_seconds: float
+    ready_cpu: tuple[float, float]  # (nicguard, kube-apiserver) from the start to ready
+    floor: Streamed  # the same collections read by a client that does nothing with them
     audited_seconds: float
     audited_kib: int
     after_kib: dict[str, int]
@@ -229,10 +233,11 @@ def measure(stack: Stack, counts: StateCounts, seconds: int) -> Measured:
     """Restart nicguard on the full cluster (a rollout's cold start): seconds to ready, then RSS
     once its audit has judged every runtime, and after a wrk round."""
     stack.nicguard.stop()
-    started = time.monotonic()
+    apiserver, started = apiserver_cpu(stack.plane), time.monotonic()
     stack.nicguard.start()  # returns once /readyz answers: every cache listed
     ready_seconds = time.monotonic() - started
     target = Running(stack.nicguard)
+    ready_cpu = (cpu_seconds(target.pid), apiserver_cpu(stack.plane) - apiserver)
     namespace, job = last_runtime_trainjob(counts.runtimes - _EXAMPLE_RUNTIMES)
     probe = stack.plane.kubectl(
         "alice", "create", "--dry-run=server", "-n", namespace, "-f", "-", input=job
@@ -249,8 +254,10 @@ def measure(stack: Stack, counts: StateCounts, seconds: int) -> Measured:
     audited = rss_kib(target.pid)["VmRSS"]
     review = ROOT / "examples" / "reviews" / "drifted-runtime.json"
     loaded = run_wrk(target, review, Load(threads=2, connections=16, seconds=seconds))
+    after = rss_kib(target.pid)
+    floor = stream_all(stack.plane)  # nicguard idle meanwhile: the API server has the cores
     return Measured(
-        counts, ready_seconds, audited_seconds, audited, rss_kib(target.pid), loaded.requests
+        counts, ready_seconds, ready_cpu, floor, audited_seconds, audited, after, loaded.requests
     )
 
 
@@ -259,6 +266,17 @@ def _report(measured: Measured) -> None:
         f"RSS in Kubernetes mode, {measured.counts.described()} (ready "
         f"{measured.ready_seconds:.1f} s after start, audit done after "
         f"{measured.audited_seconds:.1f} s):"
+    )
+    nicguard, apiserver = measured.ready_cpu
+    floor = measured.floor
+    _say(
+        f"  start to ready:           CPU nicguard {nicguard:.1f} s, kube-apiserver "
+        f"{apiserver:.1f} s"
+    )
+    _say(
+        f"  the floor: a client that only reads the same {floor.lines:,} initial events "
+        f"({floor.megabytes:.0f} MB) waits {floor.seconds:.1f} s (kube-apiserver CPU "
+        f"{floor.apiserver_cpu:.1f} s)"
     )
     _say(f"  audited:                  VmRSS {measured.audited_kib / 1024:6.1f} MiB")
     _say(
