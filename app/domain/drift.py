@@ -14,15 +14,14 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Final
 
-from app.domain.annotation import AnnotationSyntaxError, parse_interfaces
+from app.domain.annotation import INTERFACES_ANNOTATION, AnnotationSyntaxError, parse_interfaces
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
 from app.domain.rules.recipe import recipe_candidate
-from app.domain.template import PodTemplate, wired_templates
+from app.domain.template import wired_annotations
 from app.domain.verdict import Code, Verdict, Violation
-from app.domain.wiring import template_wiring
 
 
 class Result(StrEnum):
@@ -85,11 +84,8 @@ def named_networks(runtime: JsonMap) -> tuple[str, ...]:
     """Every Network the runtime's wired templates name, sorted, each once (malformed
     annotations name none)."""
     names: set[str] = set()
-    for template in wired_templates(runtime):
-        if not isinstance(template, PodTemplate):
-            continue
-        value = template_wiring(template).interfaces
-        raw = None if value is None else value.value
+    for wiring in wired_annotations(runtime):
+        raw = wiring.get(INTERFACES_ANNOTATION)
         if not isinstance(raw, str):
             continue
         try:
@@ -217,7 +213,10 @@ class DriftBook:
     ) -> Iterator[Transition]:
         for key in keys:
             before = self.standings.get(key)
-            runtime = runtimes.get(key)
+            cached = runtimes.get(key)
+            # A cached runtime builds its metadata and spec on every read (app.domain.slim);
+            # judging and indexing read them a dozen times, so it is read once, here.
+            runtime = None if cached is None else dict(cached)
             after = None if runtime is None else judge(key, runtime, view, self.policy)
             self._index(key, runtime)
             if after is None:
