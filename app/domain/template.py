@@ -28,7 +28,7 @@ class PodTemplate:
 
     @property
     def annotations_path(self) -> FieldPath:
-        return self.path.child("metadata").child("annotations")
+        return self.path.child("metadata.annotations")
 
     def annotation_path(self, key: str) -> FieldPath:
         return self.annotations_path.key(key)
@@ -78,7 +78,7 @@ def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMis
         )
     return PodTemplate(
         annotations=map_at(pod_template, "metadata", "annotations") or {},
-        path=job_path.child("template").child("spec").child("template"),
+        path=job_path.child("template.spec.template"),
         job=job_name,
     )
 
