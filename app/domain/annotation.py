@@ -20,7 +20,7 @@ WIRING_KEYS: Final = (INTERFACES_ANNOTATION, DEFAULT_INTERFACE_ANNOTATION)
 PRIMARY_INTERFACE: Final = "eth0"
 PRIMARY_NETWORK: Final = "default"
 # An 8-NIC annotation is ~400 characters; longer values are not kept (bounded memory).
-_MEMO_MAX_CHARS: Final = 4096
+MEMO_MAX_CHARS: Final = 4096
 
 
 class AnnotationSyntaxError(ValueError):
@@ -53,7 +53,7 @@ def parse_interfaces(raw: str) -> tuple[InterfaceRef, ...]:
     runtime's, inherited by every TrainJob that references it) arrive again and again, and the
     result is immutable. Errors and oversized values are decoded every time.
     """
-    if len(raw) > _MEMO_MAX_CHARS:
+    if len(raw) > MEMO_MAX_CHARS:
         return _parse(raw)
     return _parse_memo(raw)
 

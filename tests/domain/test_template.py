@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from app.domain.fields import FieldPath
-from app.domain.template import NODE_JOB, PodTemplate, PodTemplateMissing, job_template
-from tests.builders import INTERFACES, node_job, runtime
+from app.domain.slim import slim_runtime
+from app.domain.template import (
+    NODE_JOB,
+    PodTemplate,
+    PodTemplateMissing,
+    job_template,
+    wired_annotations,
+    wired_templates,
+)
+from tests.builders import INTERFACES, mpi_runtime, node_job, runtime
 
 
 def _job(name: str, note: str) -> dict[str, object]:
@@ -114,3 +122,30 @@ def test_annotation_paths_are_keyed_under_the_pod_template_metadata() -> None:
         "spec.template.spec.replicatedJobs[0].template.spec.template"
         f".metadata.annotations[{INTERFACES}]"
     )
+
+
+_WIRED_SHAPES = [
+    pytest.param(runtime(annotations={INTERFACES: "[]", "note": "n"}), id="node"),
+    pytest.param(runtime(jobs=["x", None, _job("launcher", "l"), _job("node", "n")]), id="skips"),
+    pytest.param(runtime(jobs=[_job("node", "first"), _job("node", "second")]), id="first-wins"),
+    pytest.param(runtime(jobs=[{"name": "node"}, node_job()]), id="first-without-template"),
+    pytest.param(runtime(jobs=[_job("launcher", "l")]), id="no-node-job"),
+    pytest.param({"spec": {"template": {"spec": {"replicatedJobs": {}}}}}, id="not-a-list"),
+    pytest.param({}, id="no-spec"),
+    pytest.param(mpi_runtime(launcher={"a": "l"}, node={"a": "n"}), id="launcher-as-node"),
+    pytest.param(mpi_runtime(node={"a": "n"}, launcher_as_node=False), id="launcher-not-a-node"),
+    pytest.param(mpi_runtime(launcher=None, node={"a": "n"}), id="launcher-unannotated"),
+]
+
+
+@pytest.mark.parametrize("obj", _WIRED_SHAPES)
+def test_wired_annotations_are_the_annotations_of_the_templates_wired_templates_finds(
+    obj: dict[str, object],
+) -> None:
+    found = [t.annotations for t in wired_templates(obj) if isinstance(t, PodTemplate)]
+    assert list(wired_annotations(obj)) == found
+    # A cached runtime yields its wiring annotations, as wired_templates sees them there too.
+    slim = slim_runtime(obj)
+    assert list(wired_annotations(slim)) == [
+        t.annotations for t in wired_templates(slim) if isinstance(t, PodTemplate)
+    ]

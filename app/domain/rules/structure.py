@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from app.domain.annotation import (
     DEFAULT_INTERFACE_ANNOTATION,
     INTERFACES_ANNOTATION,
+    MEMO_MAX_CHARS,
     PRIMARY_INTERFACE,
     PRIMARY_NETWORK,
     AnnotationSyntaxError,
@@ -43,7 +45,26 @@ class Structure:
 
 
 def structure_of(wiring: Wiring) -> Structure:
-    """Apply every structural rule to a wired template; never raises."""
+    """Apply every structural rule to a wired template; never raises.
+
+    The result depends on the wiring alone and is immutable, so string-valued wirings of
+    ordinary size are memoised: a runtime's wiring comes back with every TrainJob on it, and
+    runtimes stamped from one template carry the same one (the audit judges each of them).
+    """
+    if _memoisable(wiring):
+        return _structure_memo(wiring)
+    return _structure(wiring)
+
+
+def _memoisable(wiring: Wiring) -> bool:
+    # Only strings: a malformed value may be a list (not hashable), and True == 1 as keys.
+    return all(
+        value is None or (type(value.value) is str and len(value.value) <= MEMO_MAX_CHARS)
+        for value in (wiring.interfaces, wiring.default_interface)
+    )
+
+
+def _structure(wiring: Wiring) -> Structure:
     violations = list(_default_interface(wiring))
     assert wiring.interfaces is not None  # noqa: S101 - callers pass wired templates only
     raw = wiring.interfaces.value
@@ -77,6 +98,9 @@ def structure_of(wiring: Wiring) -> Structure:
     violations.extend(_duplicated_interfaces(wiring, entries))
     violations.extend(_duplicated_networks(wiring, entries))
     return Structure(violations=tuple(violations), secondaries=entries[1:])
+
+
+_structure_memo: Final = lru_cache(maxsize=256)(_structure)
 
 
 def _stop(violations: list[Violation], code: Code, field: str, message: str) -> Structure:

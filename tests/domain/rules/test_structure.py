@@ -7,9 +7,10 @@ import json
 import pytest
 
 from app.domain.annotation import InterfaceRef
+from app.domain.fields import FieldPath
 from app.domain.rules.structure import Structure, structure_of
 from app.domain.template import NODE_JOB, PodTemplate, job_template
-from app.domain.wiring import template_wiring
+from app.domain.wiring import AnnotationValue, Wiring, template_wiring
 from tests.builders import (
     ANNOTATIONS_PATH,
     DEFAULT_INTERFACE,
@@ -222,3 +223,40 @@ def test_every_structural_violation_is_collected_together() -> None:
         "InterfaceDuplicated",
         "NetworkDuplicated",
     )
+
+
+def _wiring(interfaces: object, path: str = INTERFACES_PATH) -> Wiring:
+    return Wiring(
+        interfaces=AnnotationValue(interfaces, FieldPath(path)),
+        default_interface=AnnotationValue("eth0", FieldPath(DEFAULT_PATH)),
+        annotations_path=FieldPath(ANNOTATIONS_PATH),
+    )
+
+
+@pytest.mark.parametrize(
+    "interfaces",
+    [
+        pytest.param(wired()[INTERFACES], id="correct"),
+        pytest.param(
+            json.dumps(entries([("eth0", "default"), ("eth1", "a"), ("eth1", "a")])), id="dup"
+        ),
+        pytest.param("[{", id="not-json"),
+        pytest.param(["not", "a", "string"], id="a-list-value"),
+        pytest.param(True, id="true"),
+        pytest.param(1, id="one"),
+        pytest.param(
+            json.dumps(
+                entries([("eth0", "default"), *((f"eth{i}", "n" * 600) for i in range(1, 9))])
+            ),
+            id="longer-than-memoised",
+        ),
+    ],
+)
+def test_a_wiring_judged_again_gets_the_same_structure_wherever_it_sits(interfaces: object) -> None:
+    first, again = structure_of(_wiring(interfaces)), structure_of(_wiring(interfaces))
+    assert first == again
+    # The same value at another place: its violations name that place, not the first one's.
+    elsewhere = structure_of(_wiring(interfaces, path="spec.runtimeRef"))
+    assert [v.code for v in elsewhere.violations] == [v.code for v in first.violations]
+    assert elsewhere.secondaries == first.secondaries
+    assert all(not v.field.startswith(INTERFACES_PATH) for v in elsewhere.violations)
