@@ -63,16 +63,27 @@ _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _parse(raw: str) -> tuple[InterfaceRef, ...]:
-    decoded = _strict_json(raw)
-    entries = as_list(decoded)
+    entries = as_list(_strict_json(raw, _DECODER))
     if not entries:
         raise AnnotationSyntaxError("must be a non-empty JSON list of interface entries")
-    return tuple(_entry(position, item) for position, item in enumerate(entries))
-
-
-def _strict_json(raw: str) -> object:
     try:
-        return _DECODER.decode(raw)
+        refs = tuple(_entry(position, item) for position, item in enumerate(entries))
+    except AnnotationSyntaxError:
+        _check_keys(raw)  # a key GKE reads otherwise is the first thing to fix
+        raise
+    # GKE's Go decoder reads every key that folds onto a field, the last one winning; Python's
+    # keeps the last of exact repeats only. Each entry read has two distinct field keys, and
+    # every object key in the text is followed by a colon: when the text holds no more colons
+    # than that, it holds exactly those keys, each once, and reads the same in both. Anything
+    # else (another key, a repeat, a colon inside a string) takes the exact reading.
+    if raw.count(":") != 2 * len(refs):
+        _check_keys(raw)
+    return refs
+
+
+def _strict_json(raw: str, decoder: json.JSONDecoder) -> object:
+    try:
+        return decoder.decode(raw)
     except AnnotationSyntaxError:
         raise
     except RecursionError:
@@ -83,6 +94,84 @@ def _strict_json(raw: str) -> object:
 
 
 _parse_memo: Final = lru_cache(maxsize=256)(_parse)
+
+_FIELDS: Final = ("interfaceName", "network", "interface")
+_FOLDED_FIELDS: Final = {name.upper(): name for name in _FIELDS}
+# Go's encoding/json (>= 1.21, appendFoldedName) folds a key to match a field: ASCII letters
+# upper-cased, any other rune r to unicode.ToUpper(unicode.ToLower(r)). By Unicode's simple
+# case mappings these four are the only non-ASCII runes that fold to an ASCII letter.
+_NON_ASCII_FOLDS: Final = {"\u212a": "K", "\u017f": "S", "\u0130": "I", "\u0131": "I"}
+
+
+def go_fold(key: str) -> str:
+    """``key`` as Go's encoding/json folds it to match a struct field, where that matters: a
+    non-ASCII rune that folds to no ASCII letter is kept as it is (it matches no field)."""
+    if key.isascii():
+        return key.upper()
+    return "".join(
+        char.upper() if char.isascii() else _NON_ASCII_FOLDS.get(char, char) for char in key
+    )
+
+
+class _KeyedObject(dict[str, object]):
+    """A decoded JSON object that remembers its keys in text order, repeats included."""
+
+    __slots__ = ("keys_given",)
+
+    keys_given: tuple[str, ...]
+
+
+def _keyed_object(pairs: list[tuple[str, object]]) -> _KeyedObject:
+    decoded = _KeyedObject(pairs)
+    decoded.keys_given = tuple(key for key, _ in pairs)
+    return decoded
+
+
+_PAIRS_DECODER: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_keyed_object
+)
+
+
+def _check_keys(raw: str) -> None:
+    """Refuse an entry whose keys GKE reads otherwise than nicguard: a field spelled another
+    way that Go folds onto it (Go matches keys case-insensitively), or given twice (Go keeps
+    the last match). Keys that fold onto no field are ignored, as GKE ignores them."""
+    entries = _strict_json(raw, _PAIRS_DECODER)
+    assert isinstance(entries, list)  # noqa: S101 - text already decoded as a list
+    for position, item in enumerate(entries):
+        if isinstance(item, _KeyedObject):
+            _check_entry_keys(position, item)
+
+
+def _check_entry_keys(position: int, item: _KeyedObject) -> None:
+    seen: set[str] = set()
+    for key in item.keys_given:
+        field = _FOLDED_FIELDS.get(go_fold(key))
+        if field is None:
+            continue
+        if key != field:
+            raise AnnotationSyntaxError(
+                f'{_entry_named(position, item)} has the key "{_spelled(key)}", which GKE reads as '
+                f'"{field}" (it matches keys case-insensitively); spell it "{field}" exactly'
+            )
+        if field in seen:
+            raise AnnotationSyntaxError(
+                f'{_entry_named(position, item)} gives "{field}" twice (GKE keeps the last); '
+                "give each key once"
+            )
+        seen.add(field)
+
+
+def _spelled(key: str) -> str:
+    # The Kelvin sign looks like K: a key that is not ASCII is shown with its code points.
+    return shown(key).encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _entry_named(position: int, item: dict[str, object]) -> str:
+    name = item.get("interfaceName")
+    if isinstance(name, str) and name:
+        return f"entry {position} ({shown(name)})"
+    return f"entry {position}"
 
 
 def _entry(position: int, item: object) -> InterfaceRef:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.domain.annotation import AnnotationSyntaxError, InterfaceRef, parse_interfaces
+from app.domain.annotation import AnnotationSyntaxError, InterfaceRef, go_fold, parse_interfaces
 from tests.builders import annotation
 
 PRIMARY = {"interfaceName": "eth0", "network": "default"}
@@ -40,12 +40,96 @@ def _with(*secondaries: object) -> str:
             (InterfaceRef("eth0", "default"), InterfaceRef("eth1", "n")),
             id="whitespace-and-unknown-keys-ignored",
         ),
+        pytest.param(
+            _with({"interfaceName": "eth1", "network": "n", "networks": "x", "netw\u00f6rk": "y"}),
+            (InterfaceRef("eth0", "default"), InterfaceRef("eth1", "n")),
+            id="keys-folding-to-no-field-ignored",
+        ),
+        pytest.param(
+            _with({"interfaceName": "eth1", "network": "n", "note": {"a": 1, "b": "c:d"}}),
+            (InterfaceRef("eth0", "default"), InterfaceRef("eth1", "n")),
+            id="nested-object-and-colon-in-a-string",
+        ),
+        pytest.param(
+            '[{"interfaceName":"eth0","network":"default"},'
+            '{"interfaceName":"eth1","network":"n","x":{"a":1,"a":2}}]',
+            (InterfaceRef("eth0", "default"), InterfaceRef("eth1", "n")),
+            id="repeat-inside-an-ignored-value",
+        ),
+        pytest.param(
+            '[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","netw\\u006frk":"n"}]',
+            (InterfaceRef("eth0", "default"), InterfaceRef("eth1", "n")),
+            id="escaped-exact-key",
+        ),
     ],
 )
 def test_a_well_formed_value_decodes_to_entries_in_order(
     raw: str, expected: tuple[InterfaceRef, ...]
 ) -> None:
     assert parse_interfaces(raw) == expected
+
+
+def _shadowed(*pairs: str) -> str:
+    """A value whose entry 1 holds the given ``"key":"value"`` pairs, written out as text
+    (repeated keys cannot be written with a dict)."""
+    return '[{"interfaceName":"eth0","network":"default"},{' + ",".join(pairs) + "}]"
+
+
+_NAMED = '"interfaceName":"eth4"'
+_GO_READS_OTHERWISE = [
+    (
+        "shadow-key-beside",
+        _shadowed(_NAMED, '"network":"gpu-nic-3"', '"Network":"no-such-net"'),
+        'entry 1 (eth4) has the key "Network", which GKE reads as "network" (it matches keys '
+        'case-insensitively); spell it "network" exactly',
+    ),
+    (
+        "shadow-key-before",
+        _shadowed(_NAMED, '"NETWORK":"no-such-net"', '"network":"gpu-nic-3"'),
+        'entry 1 (eth4) has the key "NETWORK", which GKE reads as "network"',
+    ),
+    ("instead", _shadowed(_NAMED, '"Network":"x"'), 'the key "Network", which GKE reads as'),
+    (
+        "kelvin-sign",
+        _shadowed(_NAMED, '"networ\u212a":"no-such-net"'),
+        'entry 1 (eth4) has the key "networ\\u212a", which GKE reads as "network"',
+    ),
+    (
+        "dotless-i",
+        _shadowed('"\u0131nterfaceName":"eth4"', '"network":"n"'),
+        'entry 1 has the key "\\u0131nterfaceName", which GKE reads as "interfaceName"',
+    ),
+    (
+        "dotted-capital-i",
+        _shadowed(_NAMED, '"\u0130nterface":"x"', '"network":"n"'),
+        'the key "\\u0130nterface", which GKE reads as "interface"',
+    ),
+    (
+        "interface-name-upper-case",
+        _shadowed('"InterfaceName":"eth4"', '"network":"n"'),
+        'entry 1 has the key "InterfaceName", which GKE reads as "interfaceName"',
+    ),
+    (
+        "field-twice",
+        _shadowed(_NAMED, '"network":"gpu-nic-3"', '"network":"no-such-net"'),
+        'entry 1 (eth4) gives "network" twice (GKE keeps the last); give each key once',
+    ),
+    (
+        "name-twice",
+        _shadowed(_NAMED, '"interfaceName":"eth5"', '"network":"n"'),
+        'entry 1 (eth5) gives "interfaceName" twice',
+    ),
+    (
+        "null-twice",
+        _shadowed(_NAMED, '"network":"n"', '"interface":null', '"interface":null'),
+        'gives "interface" twice',
+    ),
+    (
+        "shadow-key-in-an-otherwise-malformed-entry",
+        _shadowed('"Network":"x"'),
+        'entry 1 has the key "Network", which GKE reads as "network"',
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -110,6 +194,10 @@ def test_a_well_formed_value_decodes_to_entries_in_order(
             "entry 1 (eth1\\u202e) has neither",
             id="name-escaped-in-reason",
         ),
+        *[
+            pytest.param(raw, reason, id=f"go-reads-it-otherwise-{name}")
+            for name, raw, reason in _GO_READS_OTHERWISE
+        ],
     ],
 )
 def test_a_malformed_value_is_rejected_with_the_reason(raw: str, reason: str) -> None:
@@ -130,3 +218,20 @@ def test_an_entry_renders_as_an_interface_arrow_target_pair(
     ref: InterfaceRef, expected: str
 ) -> None:
     assert ref.pair() == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "folded"),
+    [
+        pytest.param("network", "NETWORK", id="ascii"),
+        pytest.param("Net-Work_1", "NET-WORK_1", id="ascii-punctuation-kept"),
+        pytest.param("\u212a", "K", id="kelvin-sign"),
+        pytest.param("\u017f", "S", id="long-s"),
+        pytest.param("\u0131", "I", id="dotless-i"),
+        pytest.param("\u0130", "I", id="dotted-capital-i"),
+        pytest.param("netw\u00f6rk", "NETW\u00f6RK", id="other-runes-kept"),
+        pytest.param("\u00df", "\u00df", id="sharp-s-is-not-ss"),
+    ],
+)
+def test_keys_fold_as_go_encoding_json_folds_them(key: str, folded: str) -> None:
+    assert go_fold(key) == folded

@@ -28,8 +28,10 @@ from app.domain.wiring import Wiring
 # IsDefaultNetwork). Either may back eth0; neither may back a secondary interface.
 RESERVED_NETWORKS: Final = frozenset({PRIMARY_NETWORK, "pod-network"})
 # Linux dev_valid_name(): shorter than IFNAMSIZ (16) bytes, not "." or "..", no "/", ":" or space.
+# Control characters (C0, DEL, C1) the kernel accepts, but no NIC is named with them and a
+# terminal printing the name would execute them.
 _INTERFACE_NAME_MAX_BYTES: Final = 15
-_INTERFACE_NAME_FORBIDDEN: Final = re.compile(r"[/:\s]")
+_INTERFACE_NAME_FORBIDDEN: Final = re.compile(r"[/:\s\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +149,7 @@ def _entry_rules(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[
                 field=wiring.entry_path(position, "interfaceName"),
                 message=f'entry {position} names interface "{shown(entry.interface_name)}", '
                 "which is not a valid Linux interface name (1-15 bytes, no whitespace, "
-                '"/" or ":", not "." or "..")',
+                'control character, "/" or ":", not "." or "..")',
             )
         if entry.network in RESERVED_NETWORKS:
             yield Violation(

@@ -148,6 +148,14 @@ def test_a_network_interface_reference_as_first_entry_is_not_the_primary() -> No
         pytest.param("eth\t1", False, id="tab"),
         pytest.param("eth/1", False, id="slash"),
         pytest.param("eth:1", False, id="colon-alias"),
+        pytest.param("eth1\x1b[2J", False, id="escape-sequence"),
+        pytest.param("\x00eth1", False, id="nul"),
+        pytest.param("eth\x1f", False, id="last-c0"),
+        pytest.param("eth\x7f", False, id="del"),
+        pytest.param("eth\x80", False, id="first-c1"),
+        pytest.param("eth\x9b1", False, id="c1-csi"),
+        pytest.param("eth\xa01", False, id="no-break-space"),
+        pytest.param("eth\xa1", True, id="first-printable-after-c1"),
     ],
 )
 def test_secondary_interface_names_must_be_valid_linux_names(name: str, valid: bool) -> None:
