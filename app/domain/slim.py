@@ -10,17 +10,25 @@ from functools import lru_cache
 from typing import Final
 
 from app.domain.annotation import WIRING_KEYS
-from app.domain.fields import JsonMap, as_list, as_map, map_at, value_at
+from app.domain.fields import JsonMap, as_list, map_at, value_at
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL
-from app.domain.template import runs_launcher_as_node, wired_jobs
+from app.domain.template import (
+    ANCESTOR_LABEL,
+    TRAINER_ANCESTOR,
+    is_trainer_ancestor,
+    runs_launcher_as_node,
+    wired_positions,
+)
 
 _BINDING_LABELS: Final = (RECIPE_BOUND_LABEL, PROFILE_LABEL)
 _SHARED: Final = 1024
 _ABSENT: Final = object()  # a key the runtime does not have (None is a value it may have)
 
 _Wiring = tuple[tuple[str, object], ...]
-_Job = tuple[str, int, _Wiring | None]
-"""(job name, position of its first entry or -1, its wiring or None without a pod template)."""
+_Job = tuple[str, int, _Wiring | None, bool]
+"""(job name, position of its entry or -1, its wiring or None without a pod template, whether
+it is labelled as the trainer ancestor)."""
+_ANCESTOR_LABELS: Final = {"labels": {ANCESTOR_LABEL: TRAINER_ANCESTOR}}
 
 _LAUNCHER_AS_NODE: Final = {"mlPolicy": {"mpi": {"runLauncherAsNode": True}}}
 
@@ -130,29 +138,30 @@ def slim_runtime(runtime: JsonMap) -> JsonMap:
         labels=bound or None,
         jobs=None
         if jobs is None
-        else _canonical(tuple(_wired_job(jobs, job) for job in wired_jobs(runtime))),
+        else _canonical(
+            tuple(_wired_job(jobs, name, position) for name, position in wired_positions(runtime))
+        ),
         launcher=runs_launcher_as_node(runtime),
     )
 
 
-def _wired_job(jobs: Sequence[object], name: str) -> _Job:
-    for position, item in enumerate(jobs):
-        job = as_map(item)
-        if job is None or job.get("name") != name:
-            continue
-        pod_template = map_at(job, "template", "spec", "template")
-        if pod_template is None:
-            return name, position, None
-        annotations = map_at(pod_template, "metadata", "annotations") or {}
-        wiring = tuple((key, annotations[key]) for key in WIRING_KEYS if key in annotations)
-        return name, position, wiring
-    return name, -1, None
+def _wired_job(jobs: Sequence[object], name: str, position: int | None) -> _Job:
+    if position is None:
+        return name, -1, None, False
+    job = jobs[position]
+    pod_template = map_at(job, "template", "spec", "template")
+    labelled = is_trainer_ancestor(job)
+    if pod_template is None:
+        return name, position, None, labelled
+    annotations = map_at(pod_template, "metadata", "annotations") or {}
+    wiring = tuple((key, annotations[key]) for key in WIRING_KEYS if key in annotations)
+    return name, position, wiring, labelled
 
 
 def _is_hashable(jobs: tuple[_Job, ...]) -> bool:
     # Only string values: True == 1 == 1.0 as cache keys, and lists are not hashable, so
     # malformed annotations are kept apart.
-    return all(wiring is None or all(type(v) is str for _, v in wiring) for _, _, wiring in jobs)
+    return all(wiring is None or all(type(v) is str for _, v in wiring) for _, _, wiring, _ in jobs)
 
 
 def _canonical(jobs: tuple[_Job, ...]) -> tuple[_Job, ...]:
@@ -179,15 +188,19 @@ def _shared_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
 
 
 def _build_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
-    positions = [position for _, position, _ in jobs]
+    positions = [position for _, position, _, _ in jobs]
     entries: list[object] = [None] * (max(positions, default=-1) + 1)
-    for name, position, wiring in jobs:
+    for name, position, wiring, labelled in jobs:
         if position < 0:
             continue
         job: dict[str, object] = {"name": name}
+        template: dict[str, object] = {}
+        if labelled:
+            template["metadata"] = _ANCESTOR_LABELS
         if wiring is not None:
-            pod = {"metadata": {"annotations": dict(wiring)}}
-            job["template"] = {"spec": {"template": pod}}
+            template["spec"] = {"template": {"metadata": {"annotations": dict(wiring)}}}
+        if template:
+            job["template"] = template
         entries[position] = job
     spec: dict[str, object] = {"template": {"spec": {"replicatedJobs": entries}}}
     if launcher:

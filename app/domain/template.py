@@ -1,20 +1,23 @@
 """The wired pod templates of a runtime.
 
 The ``node`` job's pod template always; the ``launcher`` job's too when an MPI runtime runs its
-launcher as a node (``spec.mlPolicy.mpi.runLauncherAsNode``). Caches keep only what these read
-(``app.domain.slim``).
+launcher as a node (``spec.mlPolicy.mpi.runLauncherAsNode``); and every job labelled as the
+trainer ancestor, the label by which Trainer picks the job that runs the trainer. Caches keep
+only what these read (``app.domain.slim``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from app.domain.fields import FieldPath, JsonMap, as_list, as_map, map_at, value_at
+from app.domain.fields import FieldPath, as_list, as_map, map_at, value_at
 
 NODE_JOB: Final = "node"
 LAUNCHER_JOB: Final = "launcher"
+ANCESTOR_LABEL: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER_ANCESTOR: Final = "trainer"
 _REPLICATED_JOBS = FieldPath("spec.template.spec.replicatedJobs")
 
 
@@ -49,25 +52,96 @@ def runs_launcher_as_node(runtime: object) -> bool:
 
 
 def wired_jobs(runtime: object) -> tuple[str, ...]:
-    """The replicatedJobs whose pods need the wiring: node, and launcher when it runs ranks."""
-    return (NODE_JOB, LAUNCHER_JOB) if runs_launcher_as_node(runtime) else (NODE_JOB,)
+    """The names of the replicatedJobs whose pods need the wiring, as ``wired_templates``
+    lists them."""
+    return tuple(name for name, _ in _wired_entries(runtime))
 
 
 def wired_templates(runtime: object) -> tuple[PodTemplate | PodTemplateMissing, ...]:
-    """The pod template (or why it is missing) of every wired job, node first."""
-    return tuple(job_template(runtime, job) for job in wired_jobs(runtime))
+    """The pod template (or why it is missing) of every wired job: node, launcher when it runs
+    ranks, then each other job labelled as the trainer ancestor, in list order."""
+    jobs = _replicated_jobs(runtime)
+    return tuple(
+        _missing(name) if position is None else _template(name, position, jobs[position])
+        for name, position in _wired_entries(runtime)
+    )
 
 
 def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMissing:
     """The first map entry named ``job_name`` in replicatedJobs (non-map entries are skipped)."""
-    found = _job(runtime, job_name)
-    if found is None:
-        return PodTemplateMissing(
-            reason=f'spec.template.spec.replicatedJobs declares no "{job_name}" job',
-            path=_REPLICATED_JOBS,
-            job=job_name,
+    jobs = _replicated_jobs(runtime)
+    position = _first_named(jobs, job_name)
+    return _missing(job_name) if position is None else _template(job_name, position, jobs[position])
+
+
+def is_trainer_ancestor(job: object) -> bool:
+    """Whether a replicatedJob carries Trainer's label of the job that runs the trainer."""
+    return value_at(job, "template", "metadata", "labels", ANCESTOR_LABEL) == TRAINER_ANCESTOR
+
+
+def wired_annotations(runtime: object) -> Iterator[Mapping[str, object]]:
+    """The annotations of each wired job's pod template, node first, where there is one: what
+    ``wired_templates`` finds, without locating it in the object (the audit's index of the
+    Networks a runtime names reads only these)."""
+    jobs = _replicated_jobs(runtime)
+    for _, position in _wired_entries(runtime):
+        pod_template = (
+            None if position is None else map_at(jobs[position], "template", "spec", "template")
         )
-    position, job = found
+        if pod_template is not None:
+            yield map_at(pod_template, "metadata", "annotations") or {}
+
+
+def wired_positions(runtime: object) -> tuple[tuple[str, int | None], ...]:
+    """Each wired job's name and position in replicatedJobs (None: the runtime has none)."""
+    return _wired_entries(runtime)
+
+
+def _wired_entries(runtime: object) -> tuple[tuple[str, int | None], ...]:
+    # Trainer runs the trainer in every job labelled as its ancestor, whatever its name: a
+    # labelled job is wired even when an earlier job has its name. Unnamed ones go by position.
+    jobs = _replicated_jobs(runtime)
+    named = (NODE_JOB, LAUNCHER_JOB) if runs_launcher_as_node(runtime) else (NODE_JOB,)
+    entries: list[tuple[str, int | None]] = [(name, _first_named(jobs, name)) for name in named]
+    taken = {position for _, position in entries}
+    labelled = [
+        (name if isinstance(name, str) else f"replicatedJobs[{position}]", position)
+        for position, item in enumerate(jobs)
+        if position not in taken and is_trainer_ancestor(item)
+        for name in (value_at(item, "name"),)
+    ]
+    if labelled and entries[0][1] is None:
+        del entries[0]  # no node job: the labelled ones run the trainer
+    return (*entries, *labelled)
+
+
+def _replicated_jobs(runtime: object) -> Sequence[object]:
+    return as_list(value_at(runtime, "spec", "template", "spec", "replicatedJobs")) or ()
+
+
+def _first_named(jobs: Sequence[object], job_name: str) -> int | None:
+    """The position of the first map in replicatedJobs named ``job_name``."""
+    for position, item in enumerate(jobs):
+        job = as_map(item)
+        if job is not None and job.get("name") == job_name:
+            return position
+    return None
+
+
+def _missing(job_name: str) -> PodTemplateMissing:
+    return PodTemplateMissing(
+        reason=f'spec.template.spec.replicatedJobs declares no "{job_name}" job'
+        + (
+            f" and none labelled {ANCESTOR_LABEL}: {TRAINER_ANCESTOR}"
+            if job_name == NODE_JOB
+            else ""
+        ),
+        path=_REPLICATED_JOBS,
+        job=job_name,
+    )
+
+
+def _template(job_name: str, position: int, job: object) -> PodTemplate | PodTemplateMissing:
     job_path = _REPLICATED_JOBS.index(position)
     pod_template = map_at(job, "template", "spec", "template")
     if pod_template is None:
@@ -81,24 +155,3 @@ def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMis
         path=job_path.child("template.spec.template"),
         job=job_name,
     )
-
-
-def wired_annotations(runtime: object) -> Iterator[Mapping[str, object]]:
-    """The annotations of each wired job's pod template, node first, where there is one: what
-    ``wired_templates`` finds, without locating it in the object (the audit's index of the
-    Networks a runtime names reads only these)."""
-    for job_name in wired_jobs(runtime):
-        found = _job(runtime, job_name)
-        pod_template = None if found is None else map_at(found[1], "template", "spec", "template")
-        if pod_template is not None:
-            yield map_at(pod_template, "metadata", "annotations") or {}
-
-
-def _job(runtime: object, job_name: str) -> tuple[int, JsonMap] | None:
-    """The position and entry of the first map in replicatedJobs named ``job_name``."""
-    jobs = as_list(value_at(runtime, "spec", "template", "spec", "replicatedJobs"))
-    for position, item in enumerate(jobs or ()):
-        job = as_map(item)
-        if job is not None and job.get("name") == job_name:
-            return position, job
-    return None
