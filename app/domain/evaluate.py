@@ -22,6 +22,7 @@ from app.domain.policy import RECIPE_BOUND_LABEL, Enforcement, Policy, Protect
 from app.domain.profiles import Binding, binding_of
 from app.domain.recipe import Recipe
 from app.domain.rules import cannot_decide
+from app.domain.rules.directives import directive_violation, patch_directives
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
 from app.domain.rules.protect import (
     network_deletion,
@@ -292,13 +293,25 @@ def _evaluate_trainjob(
         )
         for t in wired_templates(runtime)
     )
+    # Directives of Trainer's merge that can reach a wired template: refused, whatever binds it
+    # (its effect on the wiring is not computed, so nothing judged below is what would run).
+    directives = patch_directives(obj, {s.job for s in subjects})
+    for directive in directives:
+        out.deny(directive_violation(directive))
     # A TrainJob is held to its runtime's profile.
     binding = binding_of(runtime_kind, runtime, policy)
     scope = f"{namespace}/" if runtime_kind.namespaced else ""
     origin = shown(f"{runtime_kind.value}/{scope}{ref.name}")
     _evaluate_templates(subjects, binding=binding, view=view, policy=policy, out=out, origin=origin)
     _attribute(out, origin, lambda: evaluate_object(runtime_kind, runtime, namespace, view, policy))
-    return Evaluation(out.build(), (ref, *(s.wiring.fingerprint() for s in subjects)))
+    return Evaluation(
+        out.build(),
+        (
+            ref,
+            *(s.wiring.fingerprint() for s in subjects),
+            tuple(d.fingerprint() for d in directives),
+        ),
+    )
 
 
 def _attribute(out: VerdictBuilder, origin: str, own: Callable[[], Evaluation]) -> None:

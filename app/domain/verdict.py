@@ -33,6 +33,7 @@ class Code(StrEnum):
     NETWORK_IN_USE = "NetworkInUse"
     PARAM_SET_IN_USE = "ParamSetInUse"
     RECIPE_IN_USE = "RecipeInUse"
+    PATCH_DIRECTIVE_UNSUPPORTED = "PatchDirectiveUnsupported"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 

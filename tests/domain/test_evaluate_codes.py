@@ -24,6 +24,7 @@ from tests.builders import (
     review,
     runtime,
     snapshot,
+    trainjob,
     wired,
 )
 
@@ -88,6 +89,11 @@ CASES = {
         ("NetworkReserved",),
     ),
     Code.NODE_JOB_MISSING: Case(runtime(jobs=[]), snapshot(), ("NodeJobMissing",)),
+    Code.PATCH_DIRECTIVE_UNSUPPORTED: Case(
+        trainjob(patches=[{"$patch": "delete"}]),
+        snapshot(runtime(annotations=wired())),
+        ("PatchDirectiveUnsupported",),
+    ),
     Code.MAPPING_DIVERGES_FROM_RECIPE: Case(
         runtime(annotations=wired(PAIRS[::-1])), snapshot(), ("MappingDivergesFromRecipe",)
     ),
