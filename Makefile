@@ -34,8 +34,8 @@ lint: $(STAMP)
 	$(BIN)/hadolint Dockerfile
 
 # The fast tier: everything but the e2e tier and the timing windows of a live process (slow).
-unit: $(STAMP) promtool helm
-	NICGUARD_HELM="$$(scripts/helm-bin.sh)" $(ON_PATH) \
+unit: $(STAMP) promtool helm oracle
+	NICGUARD_HELM="$$(scripts/helm-bin.sh)" NICGUARD_ORACLE="$$(scripts/oracle-bin.sh)" $(ON_PATH) \
 	  $(BIN)/pytest -m "not e2e and not slow" --cov --cov-report=term-missing:skip-covered
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=100
 	$(BIN)/coverage report --fail-under=90 --format=total  # in-process branch coverage of app/, %
@@ -56,8 +56,8 @@ slow: $(STAMP) strace
 
 # Every test but the e2e tier (unit and slow) on Python 3.13: PYTHON313 is found with
 # `pyenv prefix 3.13`, else python3.13 on PATH; pass PYTHON313=/path/to/python3.13 to choose.
-unit-py313: $(STAMP313) promtool helm strace
-	NICGUARD_HELM="$$(scripts/helm-bin.sh)" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" PYTHON313="$(PYTHON313)" \
+unit-py313: $(STAMP313) promtool helm strace oracle
+	NICGUARD_HELM="$$(scripts/helm-bin.sh)" NICGUARD_ORACLE="$$(scripts/oracle-bin.sh)" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" PYTHON313="$(PYTHON313)" \
 	  $(VENV313)/bin/pytest -m "not e2e"
 
 $(STAMP313): pyproject.toml
@@ -102,6 +102,11 @@ k8s-bins:
 # helm for the chart tests (tests/chart, tests/e2e/test_helm.py): prints its path (builds once).
 helm:
 	@scripts/helm-bin.sh
+
+# The differential tests' Go oracle (tests/oracle, tests/differential): prints its path (builds once).
+.PHONY: oracle
+oracle:
+	@scripts/oracle-bin.sh
 
 # End-to-end tests against a real kube-apiserver + etcd on loopback (fails, never skips, without them).
 e2e: $(STAMP) k8s-bins helm
