@@ -33,6 +33,7 @@ class Code(StrEnum):
     NETWORK_IN_USE = "NetworkInUse"
     PARAM_SET_IN_USE = "ParamSetInUse"
     RECIPE_IN_USE = "RecipeInUse"
+    RUNTIME_SNAPSHOT_INVALID = "RuntimeSnapshotInvalid"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 

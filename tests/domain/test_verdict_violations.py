@@ -29,6 +29,7 @@ def test_the_violation_codes_are_exactly_the_spec_list() -> None:
         "NetworkInUse",
         "ParamSetInUse",
         "RecipeInUse",
+        "RuntimeSnapshotInvalid",
         "ClusterStateUnavailable",
     ]
 
