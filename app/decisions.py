@@ -1,10 +1,11 @@
-"""The audit trail: one JSON line per admission decision, never the body."""
+"""The audit trail: one JSON line per admission decision, never the body, at most 16 KiB."""
 
 from __future__ import annotations
 
 import logging
 from typing import Final
 
+from app.domain.bounds import codes_once, shown_field
 from app.domain.verdict import Verdict
 
 EVENT_DECISION: Final = "admission_decision"
@@ -12,6 +13,19 @@ EVENT_REJECTED: Final = "admission_rejected"
 EVENT_FAILURE: Final = "admission_failure"
 
 logger = logging.getLogger("nicguard.audit")
+
+# The line stays under 16 KiB (Cloud Logging drops entries over 256 KB, and a lost decision is a
+# hole in the audit trail): request fields <= 512 bytes each, warnings <= 20 of <= 240 bytes.
+FIELD_MAX_BYTES: Final = 512
+WARNINGS_MAX: Final = 20
+WARNING_MAX_BYTES: Final = 240
+
+
+def _warnings(warnings: tuple[str, ...]) -> list[str]:
+    kept = [shown_field(w, WARNING_MAX_BYTES) for w in warnings[:WARNINGS_MAX]]
+    if len(warnings) > WARNINGS_MAX:
+        kept[-1] = f"... and {len(warnings) - WARNINGS_MAX + 1} more warnings"
+    return kept
 
 
 def record_decision(
@@ -39,21 +53,21 @@ def record_decision(
     record.__dict__.update(
         {
             "event_type": EVENT_DECISION,
-            "admission_uid": uid,
+            "admission_uid": shown_field(uid, FIELD_MAX_BYTES),
             "operation": operation,
             "dry_run": dry_run,
-            "resource_group": group,
-            "resource_kind": kind,
-            "resource_namespace": namespace,
-            "resource_name": name,
-            "request_username": username,
+            "resource_group": shown_field(group, FIELD_MAX_BYTES),
+            "resource_kind": shown_field(kind, FIELD_MAX_BYTES),
+            "resource_namespace": shown_field(namespace, FIELD_MAX_BYTES),
+            "resource_name": shown_field(name, FIELD_MAX_BYTES),
+            "request_username": shown_field(username, FIELD_MAX_BYTES),
             "allowed": verdict.allowed,
             "decision": verdict.decision.value,
-            # What denied, or would have under enforcement=warn (decision "warned").
-            "violation_codes": [v.code.value for v in verdict.denying],
-            "grandfathered_codes": [v.code.value for v in verdict.grandfathered],
-            "warnings": list(verdict.warnings),
-            "recipe": verdict.recipe,
+            # What denied, or would have under enforcement=warn (decision "warned"); each once.
+            "violation_codes": codes_once(verdict.denying),
+            "grandfathered_codes": codes_once(verdict.grandfathered),
+            "warnings": _warnings(verdict.warnings),
+            "recipe": shown_field(verdict.recipe, FIELD_MAX_BYTES),
             "duration_ms": round(duration_ms, 3),
         }
     )
@@ -64,7 +78,11 @@ def record_rejected(*, status: int, reason: str) -> None:
     """A request that was not a usable AdmissionReview (answered with an HTTP 4xx)."""
     logger.warning(
         "admission request rejected",
-        extra={"event_type": EVENT_REJECTED, "http_status": status, "reason": reason},
+        extra={
+            "event_type": EVENT_REJECTED,
+            "http_status": status,
+            "reason": shown_field(reason, FIELD_MAX_BYTES),
+        },
     )
 
 
