@@ -140,12 +140,10 @@ def _by_name(profile: Profile, name: str, labels: Mapping[object, object] | None
     ignored = []
     named = labels.get(PROFILE_LABEL)
     if named is not None and named != profile.name:
-        ignored.append(f"{PROFILE_LABEL}: {shown(named) if isinstance(named, str) else '?'}")
+        ignored.append(f"{PROFILE_LABEL}: {_quoted(named)}")
     recipe_bound = labels.get(RECIPE_BOUND_LABEL)
     if recipe_bound is not None and (recipe_bound != "true" or profile is not A3_MEGA_TCPXO):
-        ignored.append(
-            f"{RECIPE_BOUND_LABEL}: {shown(recipe_bound) if isinstance(recipe_bound, str) else '?'}"
-        )
+        ignored.append(f"{RECIPE_BOUND_LABEL}: {_quoted(recipe_bound)}")
     if not ignored:
         return _BOUND[profile.name]
     return Binding(
@@ -153,6 +151,10 @@ def _by_name(profile: Profile, name: str, labels: Mapping[object, object] | None
         f"label {' and '.join(ignored)} ignored: ClusterTrainingRuntime {shown(name)} is bound "
         f"to {profile.describe()} by name (setting {profile.setting}), which labels never undo",
     )
+
+
+def _quoted(value: object) -> str:
+    return f'"{shown(value)}"' if isinstance(value, str) else "(not a string)"
 
 
 def _is_map(value: object) -> TypeGuard[Mapping[object, object]]:
