@@ -57,9 +57,14 @@ HOSTILE = [
 ]
 
 
+EMOJI = "\U0001f600"
+WIDE = [{"interfaceName": f"eth{i}", "network": f"{EMOJI * 300}{i}"} for i in range(1, 60)]
+
+
 @pytest.mark.parametrize(
     "entries",
     [
+        pytest.param(WIDE, id="astral-characters-in-every-field"),
         pytest.param(MISSING, id="6000-missing-networks"),
         pytest.param(DUPLICATED, id="6000-duplicated-networks"),
         pytest.param(HOSTILE, id="control-characters-and-long-names"),
@@ -68,7 +73,10 @@ HOSTILE = [
 def test_what_a_denial_writes_is_bounded_and_escaped(
     client: TestClient, audit_lines: io.StringIO, entries: list[dict[str, str]]
 ) -> None:
-    body = json.dumps(_wired(entries)).encode()
+    review = _wired(entries, name=f"copy{EMOJI * 5000}" if entries is WIDE else "team-copy")
+    review["request"]["userInfo"]["username"] = EMOJI * 5000
+    review["request"]["namespace"] = "\\" * 5000
+    body = json.dumps(review).encode()
     reply = client.post("/validate", content=body, headers=JSON)
     assert reply.status_code == 200
     response = reply.json()["response"]
