@@ -15,10 +15,11 @@ from app.domain.cluster import (
     with_runtimes,
 )
 from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.fields import JsonMap, str_at
-from app.domain.kinds import Kind, trainer_kind
+from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.kinds import Guarded, Kind, trainer_kind
+from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
-from app.statefiles import SourcedObject, load_objects, state_snapshot
+from app.statefiles import SourcedObject, load_objects, load_yaml, state_snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,7 @@ class CheckResult:
     """One judged object."""
 
     api_version: str
-    kind: Kind
+    kind: str
     namespace: str
     name: str
     verdict: Verdict
@@ -34,7 +35,7 @@ class CheckResult:
     def to_json(self) -> dict[str, object]:
         return {
             "apiVersion": self.api_version,
-            "kind": self.kind.value,
+            "kind": self.kind,
             "namespace": self.namespace,
             "name": self.name,
             "allowed": self.verdict.allowed,
@@ -53,24 +54,58 @@ def check_files(
     *,
     note: Callable[[str], None] = lambda _: None,
 ) -> list[CheckResult]:
-    """Evaluate every CTR/TR/TrainJob in ``files``; raises StateFileError on unusable input.
+    """Evaluate every CTR/TR/TrainJob and runtime snapshot ConfigMap in ``files``; raises
+    StateFileError on unusable input.
 
     ``note`` hears of every object in ``files`` that is not judged, so none is passed over
     unsaid (a list of a kind nicguard does not know, say).
     """
     snapshot = state_snapshot(state, settings.recipe_configmap, note)
     subjects = []
+    copies: list[tuple[SourcedObject, str]] = []
     for sourced in load_objects(list(files)):
         kind = trainer_kind(sourced.obj)
-        if kind is None:
-            note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
-        else:
+        owner = _snapshot_owner(sourced.obj)
+        if kind is not None:
             subjects.append((sourced, kind))
+        elif owner is not None:
+            copies.append((sourced, owner))
+        else:
+            note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
     view = with_runtimes(snapshot, dict(_runtime_entries(subjects)))
-    return [_evaluate(o.obj, kind, view, settings) for o, kind in subjects]
+    results = [_evaluate(o.obj, kind, view, settings) for o, kind in subjects]
+    return results + [_evaluate_copy(o.obj, owner, view, settings) for o, owner in copies]
 
 
-_JUDGED = "ClusterTrainingRuntime, TrainingRuntime or TrainJob"
+_JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
+
+
+def _snapshot_owner(obj: JsonMap) -> str | None:
+    if str_at(obj, "apiVersion") != "v1" or str_at(obj, "kind") != "ConfigMap":
+        return None
+    return snapshot_owner(obj)
+
+
+def _evaluate_copy(
+    obj: JsonMap, owner: str, view: ClusterSnapshot, settings: Settings
+) -> CheckResult:
+    """A runtime snapshot ConfigMap, judged as a CREATE of the runtime it copies."""
+    namespace = str_at(obj, "metadata", "namespace") or "default"
+    configmap = {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": namespace}}
+    review = Review(
+        operation=Operation.CREATE,
+        kind=Guarded.RUNTIME_SNAPSHOT,
+        namespace=namespace,
+        obj=configmap,
+        snapshot=read_snapshot(configmap, owner, load_yaml),
+    )
+    return CheckResult(
+        api_version="v1",
+        kind="ConfigMap",
+        namespace=namespace,
+        name=str_at(obj, "metadata", "name") or "",
+        verdict=evaluate(review, view, settings.policy),
+    )
 
 
 def _described(obj: JsonMap) -> str:
@@ -99,7 +134,7 @@ def _evaluate(obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Setting
     review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)
     return CheckResult(
         api_version=str_at(obj, "apiVersion") or "",
-        kind=kind,
+        kind=kind.value,
         namespace=namespace,
         name=str_at(obj, "metadata", "name") or "",
         verdict=evaluate(review, view, settings.policy),
@@ -117,7 +152,7 @@ def render_text(results: list[CheckResult]) -> str:
         where = f"{result.namespace}/" if result.namespace else ""
         lines = [
             f"{'ALLOWED' if result.verdict.allowed else 'DENIED '} "
-            f"{result.kind.value} {where}{result.name}"
+            f"{result.kind} {where}{result.name}"
         ]
         for violation in result.verdict.violations:
             lines.append(f"  {violation.render()}")

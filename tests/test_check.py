@@ -11,6 +11,8 @@ import yaml
 
 from tests.test_cli import ROOT, STATE, nicguard
 
+JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
+
 
 def test_json_output_has_the_spec_shape() -> None:
     run = nicguard("check", "--state", STATE, "--output", "json", "examples/objects")
@@ -136,12 +138,12 @@ def test_objects_in_files_that_are_not_judged_are_named_on_stderr(tmp_path: Path
     listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [bucket, network]}))
     run = nicguard("check", "--state", STATE, str(listed))
     assert run.returncode == 0
-    assert run.stdout.strip() == "no ClusterTrainingRuntime, TrainingRuntime or TrainJob found"
+    assert run.stdout.strip() == f"no {JUDGED} found"
     assert run.stderr.splitlines() == [
         f"nicguard: {listed}: document 1, items[0].items[0]: trainer.kubeflow.org/v1beta9 Bucket "
-        "is not a ClusterTrainingRuntime, TrainingRuntime or TrainJob; not checked",
+        f"is not a {JUDGED}; not checked",
         f"nicguard: {listed}: document 1, items[1]: networking.gke.io/v1 Network n "
-        "is not a ClusterTrainingRuntime, TrainingRuntime or TrainJob; not checked",
+        f"is not a {JUDGED}; not checked",
     ]
 
 
@@ -207,3 +209,33 @@ def test_a_list_nested_thousands_deep_exits_two_with_one_line(
     assert run.returncode == 2, run.stderr
     assert run.stderr == f"nicguard: {deep}: document 1: lists nested more than 32 deep\n"
     assert run.stdout == ""
+
+
+SNAPSHOT_FIXTURE = ROOT / "tests/fixtures/upstream/trainer-v2.3.0/snapshots"
+
+
+def test_a_tampered_runtime_snapshot_among_the_files_is_denied(tmp_path: Path) -> None:
+    """Trainer v2.3.0's own copy (no apiVersion/kind) is allowed; the same copy with eth3 and
+    eth4 swapped is denied naming the ConfigMap, its TrainJob and the runtime."""
+    text = (SNAPSHOT_FIXTURE / "tj-runtime-snapshot-v2.3.0.yaml").read_text()
+    swapped = text.replace('"gpu-nic-2"', '"gpu-nic-X"').replace('"gpu-nic-3"', '"gpu-nic-2"')
+    tampered = tmp_path / "tampered.yaml"
+    tampered.write_text(swapped.replace('"gpu-nic-X"', '"gpu-nic-3"'))
+    untouched = nicguard("check", "--state", STATE, str(SNAPSHOT_FIXTURE))
+    assert untouched.returncode == 0, untouched.stdout + untouched.stderr
+    assert "ALLOWED ConfigMap team-a/tj-runtime-snapshot" in untouched.stdout
+    run = nicguard("check", "--state", STATE, "--output", "json", str(tampered))
+    assert run.returncode == 1, run.stderr
+    (result,) = json.loads(run.stdout)["results"]
+    assert (result["kind"], result["namespace"], result["name"]) == (
+        "ConfigMap",
+        "team-a",
+        "tj-runtime-snapshot",
+    )
+    (violation,) = result["violations"]
+    assert violation["code"] == "MappingDivergesFromRecipe"
+    assert violation["message"].startswith(
+        "ConfigMap team-a/tj-runtime-snapshot (runtime snapshot of TrainJob team-a/tj: "
+        "ClusterTrainingRuntime torch-distributed-tcpxo): at position eth3"
+    )
+    assert violation["field"].startswith("data.runtime: spec.template.spec.replicatedJobs[0]")

@@ -38,6 +38,7 @@ from app.domain.rules.recipe import (
     unwired,
 )
 from app.domain.rules.structure import structure_of
+from app.domain.runtime_snapshot import FIELD as SNAPSHOT_FIELD, RuntimeSnapshot
 from app.domain.template import (
     LAUNCHER_JOB,
     NODE_JOB,
@@ -45,7 +46,7 @@ from app.domain.template import (
     PodTemplateMissing,
     wired_templates,
 )
-from app.domain.verdict import Code, Verdict, VerdictBuilder, shown
+from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring, template_wiring, trainjob_wiring
 
 _RUNTIME_REF = "spec.runtimeRef"
@@ -79,7 +80,9 @@ class Review:
 
     ``kind`` is None for objects nicguard does not judge; ``obj`` is required for CREATE/UPDATE.
     ``name`` and ``username`` are the request's; ``written_recipe`` is the recipe ConfigMap of a
-    CREATE/UPDATE of it, as parsed by the adapter that decodes YAML.
+    CREATE/UPDATE of it and ``old_recipe`` the one an UPDATE replaces; ``snapshot`` and
+    ``old_snapshot`` the copies a runtime snapshot ConfigMap holds; all as parsed by the adapter
+    that decodes YAML.
     """
 
     operation: Operation
@@ -91,6 +94,9 @@ class Review:
     name: str = ""
     username: str = ""
     written_recipe: Recipe | None = None
+    old_recipe: Recipe | None = None
+    snapshot: RuntimeSnapshot | None = None
+    old_snapshot: RuntimeSnapshot | None = None
 
 
 # Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
@@ -107,6 +113,7 @@ _GUARDED_OPERATIONS: Final = {
     Guarded.NETWORK: frozenset({Operation.DELETE}),
     Guarded.PARAM_SET: frozenset({Operation.DELETE}),
     Guarded.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
+    Guarded.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
 }
 
 
@@ -120,10 +127,24 @@ def skip_reason(review: Review) -> str | None:
         return f"subresource {review.subresource} is not checked"
     if review.kind is None:
         return "not a Trainer runtime or TrainJob"
+    return _terminating_reason(review)
+
+
+def _terminating_reason(review: Review) -> str | None:
+    """An UPDATE of an object being deleted that changes nothing outside ``metadata`` (finalizer
+    removal) is never blocked; one that changes more is judged, as Trainer still acts on it."""
     metadata = map_at(review.obj, "metadata")
-    if metadata is not None and metadata.get("deletionTimestamp"):
-        return "object is being deleted"
-    return None
+    if metadata is None or not metadata.get("deletionTimestamp"):
+        return None
+    if review.operation is not Operation.UPDATE or review.obj is None or review.old_obj is None:
+        return None
+    if _beyond_metadata(review.obj) != _beyond_metadata(review.old_obj):
+        return None
+    return "object is being deleted and the update changes nothing outside metadata"
+
+
+def _beyond_metadata(obj: JsonMap) -> dict[str, object]:
+    return {key: value for key, value in obj.items() if key != "metadata"}
 
 
 def _guarded_skip_reason(kind: Guarded, review: Review) -> str | None:
@@ -133,7 +154,7 @@ def _guarded_skip_reason(kind: Guarded, review: Review) -> str | None:
         return f"subresource {review.subresource} is not checked"
     if review.username in EXEMPT_USERS:
         return f"{review.username} is never blocked (namespace deletion, garbage collection)"
-    return None
+    return _terminating_reason(review)
 
 
 def runtime_needed(review: Review) -> RuntimeKey | None:
@@ -162,6 +183,8 @@ def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:
 
 
 def _judge(review: Review, view: ClusterView, policy: Policy) -> Verdict:
+    if review.kind is Guarded.RUNTIME_SNAPSHOT:
+        return _evaluate_snapshot(review, view, policy)
     if isinstance(review.kind, Guarded):
         return _evaluate_guarded(review.kind, review, view, policy)
     if skip_reason(review) is not None or review.kind is None or review.obj is None:
@@ -188,8 +211,119 @@ def _evaluate_guarded(kind: Guarded, review: Review, view: ClusterView, policy: 
     elif review.operation is Operation.DELETE:
         recipe_deletion(view, policy, out)
     elif review.written_recipe is not None:
-        recipe_write(review.written_recipe, view, policy, out)
+        recipe_write(
+            review.written_recipe,
+            view,
+            policy,
+            out,
+            old=review.old_recipe,
+            owners=(_owners(review.obj), _owners(review.old_obj)),
+        )
     return out.build()
+
+
+def _owners(obj: JsonMap | None) -> tuple[JsonMap, ...]:
+    found = map_at(obj, "metadata")
+    items = found.get("ownerReferences") if found is not None else None
+    if not isinstance(items, list):
+        return ()
+    return tuple(item for item in items if isinstance(item, dict))
+
+
+def _evaluate_snapshot(review: Review, view: ClusterView, policy: Policy) -> Verdict:
+    """A runtime snapshot ConfigMap judged as a CREATE of the runtime it copies (docs/rules.md,
+    RuntimeSnapshotInvalid); bound when the copy, the old copy or the live runtime is."""
+    copy = review.snapshot
+    if copy is None or skip_reason(review) is not None:
+        return Verdict()
+    lead = copy.describe()
+    if copy.runtime is None or copy.kind is None:
+        out = VerdictBuilder()
+        out.deny(
+            Violation(
+                code=Code.RUNTIME_SNAPSHOT_INVALID,
+                field=SNAPSHOT_FIELD,
+                message=f"{lead}: {copy.problem}; Trainer builds the TrainJob's pods from this "
+                "copy and cannot read it",
+            )
+        )
+        return out.build()
+    live = view.runtime(copy.kind, copy.namespace, copy.runtime_name)
+    if isinstance(live, Unverifiable):
+        out = VerdictBuilder()
+        cannot_decide(
+            out,
+            policy,
+            SNAPSHOT_FIELD,
+            f"{lead}: the runtime it copies cannot be looked up: {live.reason}",
+        )
+        return out.build()
+    old = review.old_snapshot
+    old_copy = None
+    if old is not None and old.kind is not None and old.runtime is not None:
+        old_copy = (old.kind, old.runtime)
+    binding = _snapshot_binding((copy.kind, copy.runtime), old_copy, live, policy)
+    current = evaluate_object(copy.kind, copy.runtime, copy.namespace, view, policy, binding)
+    verdict = current.verdict
+    if review.operation is Operation.UPDATE and not verdict.allowed and old_copy is not None:
+        previous = evaluate_object(*old_copy, copy.namespace, view, policy, binding)
+        if previous.fingerprint == current.fingerprint:
+            verdict = _grandfather(verdict, previous.verdict)
+    return _in_copy(verdict, lead)
+
+
+def _snapshot_binding(
+    copy: tuple[Kind, JsonMap],
+    old: tuple[Kind, JsonMap] | None,
+    live: JsonMap | None,
+    policy: Policy,
+) -> Binding:
+    """The copy's own binding, else the old copy's, else the live runtime's: rewriting the
+    labels inside a copy never unbinds it."""
+    kind, runtime = copy
+    own = binding_of(kind, runtime, policy)
+    if own.profile is not None:
+        return own
+    others = []
+    if old is not None:
+        others.append(binding_of(*old, policy))
+    if live is not None:
+        others.append(binding_of(kind, live, policy))
+    for other in others:
+        if other.profile is not None:
+            return replace(other, warning=own.warning)
+    return own
+
+
+def _in_copy(verdict: Verdict, lead: str) -> Verdict:
+    """Each finding names the snapshot ConfigMap, its TrainJob and the runtime; each field points
+    into the copy (``data.runtime: spec...``)."""
+
+    def moved(violation: Violation) -> Violation:
+        return replace(
+            violation,
+            field=f"{SNAPSHOT_FIELD}: {violation.field}",
+            message=f"{lead}: {violation.message}",
+            causes=tuple(
+                (f"{SNAPSHOT_FIELD}: {field}", f"{lead}: {message}")
+                for field, message in violation.causes
+            ),
+        )
+
+    def named(warning: str) -> str:
+        # A warning led by its code keeps it first (a cut warning still says what it is).
+        code, bracket, rest = warning.partition("] ")
+        if warning.startswith("[") and bracket:
+            return f"{code}] {lead}: {rest}"
+        return f"{lead}: {warning}"
+
+    return replace(
+        verdict,
+        violations=tuple(map(moved, verdict.violations)),
+        waived=tuple(map(moved, verdict.waived)),
+        grandfathered=tuple(map(moved, verdict.grandfathered)),
+        warnings=tuple(map(named, verdict.warnings)),
+    )
 
 
 def _grandfather(verdict: Verdict, previous: Verdict) -> Verdict:
@@ -231,9 +365,15 @@ class _Subject:
 
 
 def evaluate_object(
-    kind: Kind, obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
+    kind: Kind,
+    obj: JsonMap,
+    namespace: str,
+    view: ClusterView,
+    policy: Policy,
+    binding: Binding | None = None,
 ) -> Evaluation:
-    """Judge a ClusterTrainingRuntime, TrainingRuntime or TrainJob; never raises."""
+    """Judge a ClusterTrainingRuntime, TrainingRuntime or TrainJob; never raises. ``binding``
+    replaces a runtime's own (a runtime snapshot is bound as its runtime is)."""
     if kind is Kind.TRAIN_JOB:
         return _evaluate_trainjob(obj, namespace, view, policy)
     subjects = tuple(
@@ -245,7 +385,7 @@ def evaluate_object(
     out = VerdictBuilder()
     _evaluate_templates(
         subjects,
-        binding=binding_of(kind, obj, policy),
+        binding=binding_of(kind, obj, policy) if binding is None else binding,
         view=view,
         policy=policy,
         out=out,

@@ -45,11 +45,13 @@ def trainer_kind(obj: object) -> Kind | None:
 
 
 class Guarded(StrEnum):
-    """What the wiring depends on, guarded against writes that would break it (docs/rules.md)."""
+    """What the wiring depends on, guarded against writes that would break it, and the runtime
+    snapshots Trainer builds a TrainJob's pods from (docs/rules.md)."""
 
     NETWORK = "Network"
     PARAM_SET = "GKENetworkParamSet"
     RECIPE = "ConfigMap"
+    RUNTIME_SNAPSHOT = "RuntimeSnapshot"
 
 
 @dataclass(frozen=True, slots=True)

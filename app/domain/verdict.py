@@ -34,6 +34,7 @@ class Code(StrEnum):
     PARAM_SET_IN_USE = "ParamSetInUse"
     RECIPE_IN_USE = "RecipeInUse"
     PATCH_DIRECTIVE_UNSUPPORTED = "PatchDirectiveUnsupported"
+    RUNTIME_SNAPSHOT_INVALID = "RuntimeSnapshotInvalid"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 

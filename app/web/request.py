@@ -13,6 +13,7 @@ from app.domain.evaluate import Operation, Review
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import Guarded, kind_of
 from app.domain.network import NETWORK_GROUP
+from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.statefiles import load_yaml
 
 API_VERSION: Final = "admission.k8s.io/v1"
@@ -40,7 +41,8 @@ class AdmissionRequest:
 
 def request_from_body(body: object, recipe: ObjectName | None = None) -> AdmissionRequest:
     """Parse a decoded request body; raises MalformedReviewError. ``recipe`` names the recipe
-    ConfigMap: a request for it is judged (docs/rules.md), any other ConfigMap is not."""
+    ConfigMap: a request for it is judged (docs/rules.md), and so is a write of a runtime
+    snapshot ConfigMap (its ``data.runtime`` decoded here); any other ConfigMap is not."""
     envelope = as_map(body)
     if envelope is None or envelope.get("kind") != KIND:
         raise MalformedReviewError("body is not an AdmissionReview")
@@ -64,9 +66,18 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     name = _text(request.get("name")) or str_at(obj, "metadata", "name") or ""
     username = _text((as_map(request.get("userInfo")) or _EMPTY).get("username"))
     judged = kind_of(group, kind) or _guarded(group, kind, ObjectName(namespace, name), recipe)
-    written = None
-    if judged is Guarded.RECIPE and obj is not None and recipe is not None:
-        written = recipe_of(obj, recipe, load_yaml)
+    written = old_recipe = snapshot = old_snapshot = None
+    if judged is Guarded.RECIPE and recipe is not None:
+        written = None if obj is None else recipe_of(obj, recipe, load_yaml)
+        old_recipe = None if old_obj is None else recipe_of(old_obj, recipe, load_yaml)
+    elif group == "" and kind == Guarded.RECIPE and obj is not None:
+        owner = snapshot_owner(obj)
+        if owner is not None:
+            judged = Guarded.RUNTIME_SNAPSHOT
+            snapshot = read_snapshot(obj, owner, load_yaml)
+            old_owner = snapshot_owner(old_obj)
+            if old_obj is not None and old_owner is not None:
+                old_snapshot = read_snapshot(old_obj, old_owner, load_yaml)
     return AdmissionRequest(
         uid=uid,
         review=Review(
@@ -79,6 +90,9 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
             name=name,
             username=username,
             written_recipe=written,
+            old_recipe=old_recipe,
+            snapshot=snapshot,
+            old_snapshot=old_snapshot,
         ),
         kind=kind,
         group=group,

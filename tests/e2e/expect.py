@@ -34,16 +34,18 @@ _WEBHOOK_OF_CODE = {
 }
 
 
-def denied(run: Run, subject: str, code: str, *fragments: str) -> str:
+def denied(run: Run, subject: str, code: str, *fragments: str, webhook: str | None = None) -> str:
     """Exit 1 and stderr showing nicguard's denial of ``subject`` led by ``[code]`` (by the
-    recipe webhook for a ConfigMap, the protect webhook for Networks and param sets).
+    recipe webhook for a ConfigMap, the protect webhook for Networks and param sets, unless
+    ``webhook`` names another).
 
     Returns nicguard's message (what follows the apiserver's prefix) for further checks.
     """
     assert run.returncode == 1, shown(run)
     assert "Error from server (Forbidden)" in run.stderr, shown(run)
-    webhook = "recipe.nicguard.dev" if subject.startswith("ConfigMap/") else WEBHOOK
-    prefix = f'admission webhook "{_WEBHOOK_OF_CODE.get(code, webhook)}" denied the request: '
+    default = "recipe.nicguard.dev" if subject.startswith("ConfigMap/") else WEBHOOK
+    webhook = webhook or _WEBHOOK_OF_CODE.get(code, default)
+    prefix = f'admission webhook "{webhook}" denied the request: '
     lead = f"{prefix}{subject}: [{code}] "
     assert lead in run.stderr, f"expected {lead!r}\n{shown(run)}"
     message = run.stderr[run.stderr.index(lead) + len(prefix) :]

@@ -220,7 +220,12 @@ def test_other_configmaps_never_reach_nicguard(stack: Stack) -> None:
     other = maps[0] | {"metadata": {"name": "not-the-recipe", "namespace": RECIPE[0]}}
     checked(stack.apply(other, who="admin"), "writing a ConfigMap beside the recipe")
     after = _webhook_calls(stack)
-    for webhook in ("recipe.nicguard.dev", "protect.nicguard.dev", "validate.nicguard.dev"):
+    for webhook in (
+        "recipe.nicguard.dev",
+        "protect.nicguard.dev",
+        "validate.nicguard.dev",
+        "snapshot.nicguard.dev",
+    ):
         assert after.get(webhook, 0.0) == before.get(webhook, 0.0), (webhook, before, after)
     assert _judged_requests(stack) == judged
 

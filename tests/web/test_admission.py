@@ -86,10 +86,24 @@ def test_requests_that_are_not_judged_are_allowed(
     assert response["auditAnnotations"]["decision"] == "allowed"
 
 
-def test_object_being_deleted_is_allowed(client: TestClient) -> None:
+def test_finalizer_removal_of_an_object_being_deleted_is_allowed(client: TestClient) -> None:
     review = sample_review("drifted-runtime")
-    review["request"]["object"]["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    request = review["request"]
+    request["operation"] = "UPDATE"
+    request["object"]["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    request["oldObject"] = json.loads(json.dumps(request["object"]))
+    request["oldObject"]["metadata"]["finalizers"] = ["example.com/hold"]
     assert post(client, review)["allowed"] is True
+
+
+def test_a_spec_change_of_an_object_being_deleted_is_judged(client: TestClient) -> None:
+    review = sample_review("drifted-runtime")
+    request = review["request"]
+    request["operation"] = "UPDATE"
+    request["object"]["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    request["oldObject"] = json.loads(json.dumps(request["object"]))
+    request["oldObject"]["spec"] = {}
+    assert post(client, review)["allowed"] is False
 
 
 def test_update_leaving_wiring_untouched_keeps_old_violation_as_warning(client: TestClient) -> None:

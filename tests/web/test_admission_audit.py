@@ -56,16 +56,22 @@ def audit_stream() -> Iterator[io.StringIO]:
 
 
 @pytest.mark.parametrize(
-    ("name", "username"),
+    ("name", "username", "shown"),
     [
-        pytest.param(None, None, id="ASCII"),
-        pytest.param("tést☃", "zoë", id="non-ASCII"),
-        pytest.param("t\ud800x", "al\udfffice", id="lone surrogates"),
-        pytest.param("del\x7fete", "ctl\x01", id="control characters"),
+        pytest.param(None, None, None, id="ASCII"),
+        pytest.param("tést☃", "zoë", ("tést☃", "zoë"), id="non-ASCII"),
+        pytest.param(
+            "t\ud800x", "al\udfffice", ("t\\ud800x", "al\\udfffice"), id="lone surrogates"
+        ),
+        pytest.param("del\x7fete", "ctl\x01", ("del\\x7fete", "ctl\\x01"), id="control characters"),
     ],
 )
 def test_one_line_per_decision_written_as_the_json_module_writes_it(
-    client: TestClient, audit_stream: io.StringIO, name: str | None, username: str | None
+    client: TestClient,
+    audit_stream: io.StringIO,
+    name: str | None,
+    username: str | None,
+    shown: tuple[str, str] | None,
 ) -> None:
     review = sample_review("drifted-runtime")
     if name is not None:
@@ -79,8 +85,9 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
     assert list(decoded) == KEYS
     assert line == json.dumps(decoded, separators=(",", ":"))
     assert line.isascii()
-    assert decoded["resource_name"] == review["request"]["name"]
-    assert decoded["request_username"] == review["request"]["userInfo"]["username"]
+    # Object-supplied text is escaped: no raw control character, even inside the JSON string.
+    expected = shown or (review["request"]["name"], review["request"]["userInfo"]["username"])
+    assert (decoded["resource_name"], decoded["request_username"]) == expected
     assert (decoded["severity"], decoded["logger"]) == ("INFO", "nicguard.audit")
     assert decoded["violation_codes"] == ["MappingDivergesFromRecipe"]
     assert (decoded["decision"], decoded["grandfathered_codes"]) == ("denied", [])

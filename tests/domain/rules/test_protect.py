@@ -15,17 +15,19 @@ from app.domain.cluster import ClusterSnapshot, Unverifiable
 from app.domain.evaluate import EXEMPT_USERS, Operation, Review, evaluate
 from app.domain.kinds import Guarded, Kind
 from app.domain.policy import Policy, Protect
-from app.domain.recipe import recipe_from_configmap
+from app.domain.recipe import Recipe, recipe_from_configmap
 from app.domain.verdict import Verdict
 from app.statefiles import load_yaml
 from tests.builders import (
     GPU_NICS,
     PAIRS,
     RECIPE_BOUND,
+    TCPXO_MANIFEST,
     entries,
     mpi_runtime,
     network,
     plain_recipe,
+    recipe_result,
     runtime,
     snapshot,
     wired,
@@ -307,3 +309,122 @@ def test_the_blast_radius_names_three_and_counts_the_rest() -> None:
         f"{lead} tcpxo-2",
         "[MappingDivergesFromRecipe] ... and 2 more",
     )
+
+
+def _update(
+    data: dict[str, str],
+    old_data: dict[str, str],
+    *,
+    owners: list[dict[str, object]] | None = None,
+    old_owners: list[dict[str, object]] | None = None,
+) -> Review:
+    def configmap(
+        content: dict[str, str], refs: list[dict[str, object]] | None
+    ) -> dict[str, object]:
+        metadata: dict[str, object] = {"name": "nicguard-recipe"}
+        if refs is not None:
+            metadata["ownerReferences"] = refs
+        return {"metadata": metadata, "data": content}
+
+    def read(content: dict[str, str], version: str) -> Recipe:
+        return recipe_from_configmap(
+            content, ref=f"nicguard-system/nicguard-recipe@{version}", load_yaml=load_yaml
+        )
+
+    return Review(
+        operation=Operation.UPDATE,
+        kind=Guarded.RECIPE,
+        namespace="nicguard-system",
+        name="nicguard-recipe",
+        obj=configmap(data, owners),
+        old_obj=configmap(old_data, old_owners),
+        written_recipe=read(data, "9"),
+        old_recipe=read(old_data, "8"),
+    )
+
+
+def _result(*, enabled: object = None, manifests: tuple[str, ...] | None = None) -> dict[str, str]:
+    result = recipe_result(enabled=enabled, manifests=manifests or (TCPXO_MANIFEST,))
+    return {"recipe.yaml": json.dumps(result)}
+
+
+@pytest.mark.parametrize(
+    "switched_off",
+    [
+        pytest.param(_result(enabled=False), id="overrides-enabled-false"),
+        pytest.param(_result(manifests=("components/x.yaml",)), id="tcpxo-manifest-dropped"),
+        pytest.param({"recipe.yaml": json.dumps({"kind": "RecipeResult"})}, id="component-removed"),
+    ],
+)
+def test_an_update_switching_a_delivering_recipe_off_while_runtimes_are_bound_is_refused(
+    switched_off: dict[str, str],
+) -> None:
+    verdict = evaluate(_update(switched_off, _result()), snapshot(TCPXO, TEAM), Policy())
+    (violation,) = verdict.violations
+    assert violation.code == "RecipeInUse"
+    assert violation.field == "data"
+    assert violation.message.startswith(
+        f"the {RECIPE} binds ClusterTrainingRuntime torch-distributed-tcpxo; this update makes it "
+        "deliver no mapping"
+    )
+
+
+def test_switching_the_recipe_off_binding_nothing_or_that_delivered_nothing_is_allowed() -> None:
+    assert evaluate(_update(_result(enabled=False), _result()), snapshot(TEAM), Policy()).allowed
+    off = _result(enabled=False)
+    assert evaluate(_update(off, off), snapshot(TCPXO), Policy()).allowed
+
+
+def test_switching_the_recipe_off_needs_the_runtimes() -> None:
+    view = snapshot(TCPXO)
+    unknown = ClusterSnapshot(view.network_state, view.recipe_state, Unverifiable("not synced"))
+    verdict = evaluate(_update(_result(enabled=False), _result()), unknown, Policy())
+    assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
+
+
+OWNER: dict[str, object] = {
+    "apiVersion": "v1",
+    "kind": "Namespace",
+    "name": "gpu-operator",
+    "uid": "u-1",
+}
+
+
+def test_a_write_adding_an_owner_to_the_recipe_is_recipe_invalid() -> None:
+    added: dict[str, object] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "aicr-agent"}
+    request = _update(plain_recipe(), plain_recipe(), owners=[OWNER, added], old_owners=[OWNER])
+    verdict = evaluate(request, snapshot(TCPXO), Policy())
+    (violation,) = verdict.violations
+    assert violation.code == "RecipeInvalid"
+    assert violation.field == "metadata.ownerReferences"
+    assert "must not get an owner (Deployment aicr-agent): the garbage collector" in (
+        violation.message
+    )
+    assert verdict.warnings[0] == (
+        "[RecipeInvalid] the recipe ConfigMap nicguard-system/nicguard-recipe has owners "
+        "(Namespace gpu-operator): the garbage collector deletes it with them"
+    )
+
+
+def test_owners_the_recipe_already_had_are_only_named_in_a_warning() -> None:
+    unnamed: dict[str, object] = {"uid": ""}
+    request = _update(
+        plain_recipe(), plain_recipe(), owners=[OWNER, unnamed], old_owners=[OWNER, unnamed]
+    )
+    verdict = evaluate(request, snapshot(TCPXO), Policy())
+    assert verdict.allowed
+    assert "(Namespace gpu-operator, owner (unnamed))" in verdict.warnings[0]
+
+
+def test_a_create_with_an_owner_is_refused_and_protect_warn_allows_it() -> None:
+    review = replace(
+        _write(plain_recipe(), Operation.CREATE),
+        obj={"metadata": {"ownerReferences": [OWNER, "x"]}},
+    )
+    assert [v.code for v in evaluate(review, snapshot(), Policy()).violations] == ["RecipeInvalid"]
+    assert evaluate(review, snapshot(), Policy(protect=Protect.WARN)).allowed
+
+
+def test_owner_references_that_are_not_a_list_are_no_owners() -> None:
+    review = replace(_write(plain_recipe()), obj={"metadata": {"ownerReferences": "x"}})
+    assert evaluate(review, snapshot(), Policy()).allowed
