@@ -55,7 +55,11 @@ def record_decision(
     username: str,
     verdict: Verdict,
     duration_ms: float,
+    source_address: str,
+    client_subject: str | None,
 ) -> None:
+    """``source_address`` (TCP peer) and ``client_subject`` (of the client certificate, when one
+    was presented) tell the apiserver's reviews from those of anyone else who reached /validate."""
     if not logger.isEnabledFor(logging.INFO):
         return
     # What logger.info(..., extra=...) does, minus vetting each key of ``extra`` in Python
@@ -84,8 +88,11 @@ def record_decision(
             "warnings": _warnings(verdict.warnings),
             "recipe": _field(verdict.recipe),
             "duration_ms": round(duration_ms, 3),
+            "source_address": source_address,
         }
     )
+    if client_subject is not None:
+        record.client_subject = client_subject
     logger.handle(record)
 
 

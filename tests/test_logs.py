@@ -73,6 +73,7 @@ def _decision_fields() -> list[str]:
         record_decision(
             uid="u", operation="CREATE", dry_run=False, group="g", kind="k", namespace="n",
             name="x", username="alice", verdict=Verdict(), duration_ms=1.0,
+            source_address="10.0.0.2:41234", client_subject="CN=kube-apiserver",
         )  # fmt: skip
     finally:
         audit.removeHandler(handler)

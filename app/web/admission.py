@@ -23,6 +23,7 @@ from app.domain.fields import JsonMap
 from app.domain.policy import Policy
 from app.domain.verdict import Code, Verdict, Violation
 from app.metrics import Metrics
+from app.web import peer
 from app.web.body import (
     BODY_TIMEOUT_SECONDS,
     ClientGoneError,
@@ -120,7 +121,7 @@ class _Validate:
             return
         else:
             view = await self._view_for(admission)
-            status, content = 200, self._answer(admission, view, started)
+            status, content = 200, self._answer(admission, view, scope, started)
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
@@ -146,7 +147,9 @@ class _Validate:
             found = Unverifiable("it is not cached yet and reading it failed")
         return WithRuntime(self._view, key, found)
 
-    def _answer(self, admission: AdmissionRequest, view: ClusterView, started: float) -> bytes:
+    def _answer(
+        self, admission: AdmissionRequest, view: ClusterView, scope: Scope, started: float
+    ) -> bytes:
         verdict = _evaluate(admission, view, self._policy)
         seconds = time.perf_counter() - started
         review = admission.review
@@ -170,6 +173,8 @@ class _Validate:
             username=admission.username,
             verdict=verdict,
             duration_ms=seconds * 1000,
+            source_address=peer.source_address(scope),
+            client_subject=peer.client_subject(scope),
         )
         return encode_json(review_response(admission, verdict))
 

@@ -18,6 +18,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app.web.capacity import Capacity
+from app.web.peer import with_tls_extension
 
 # Memory, not file descriptors, is what runs out first: asyncio gives every TLS connection a
 # 256 KiB read buffer from accept on (~300 KiB of RSS each, measured), so 256 connections cost
@@ -139,6 +140,7 @@ class GuardedH11Protocol(H11Protocol):
         self._carrier, early, self._early = secured, self._early or [], None
         self._handed = True
         super().connection_made(secured)
+        self.app = with_tls_extension(self.app, secured)  # the client certificate, per request
         for data in early:
             self.data_received(data)
 

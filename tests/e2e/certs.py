@@ -24,7 +24,7 @@ from cryptography import x509
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.stack import Stack
 from tests.e2e.state import checked, grant_developers, install_crds
-from tests.e2e.webhook import Nicguard, install_base
+from tests.e2e.webhook import Nicguard, install_base, wait_policy_effective
 
 SECRET: Final = ("nicguard-system", "nicguard-tls")
 LEASE: Final = ("nicguard-system", "nicguard-cert-writer")
@@ -81,6 +81,8 @@ def fresh_cluster(workdir: Path, names: Sequence[str], *args: str) -> Iterator[C
         config = install_base(plane)
         grant_developers(plane)
         register_without_ca(plane, config, [r.url for r in replicas.values()])
+        # Every caBundle patch of the controller, the first included, under the policy.
+        wait_policy_effective(plane)
         for started in replicas.values():
             started.start()  # ready: Secret installed and verifying against every caBundle
         yield Cluster(Stack(plane, next(iter(replicas.values())), config, workdir), replicas)

@@ -25,9 +25,22 @@ from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, wait_unt
 
 READY_TIMEOUT: Final = 60.0
 EFFECT_TIMEOUT: Final = 60.0
-# What nicguard needs to run as its ServiceAccount with the shipped least-privilege RBAC.
+# The ValidatingAdmissionPolicy (and its binding) of manifests/base/admission-policy.yaml.
+CONFIGURATION_POLICY: Final = "nicguard-webhook-configuration"
+# What nicguard needs to run as its ServiceAccount with the shipped least-privilege RBAC, and the
+# policy that keeps it from changing its webhook configuration but the caBundle: every stack runs
+# under it.
 BASE_KINDS: Final = frozenset(
-    {"ResourceQuota", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    {
+        "ResourceQuota",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
 )
 # The opt-in piece that creates the namespace nicguard-system (the base does not).
 NAMESPACE_PIECE: Final = "manifests/namespace"
@@ -209,4 +222,25 @@ def wait_effective(
         what=f"webhook {webhook} to deny the sentinel",
         interval=0.25,
         diagnose=lambda: f"{plane.report()}\n{report()}",
+    )
+
+
+def wait_policy_effective(plane: ControlPlane, configuration: str = "nicguard") -> None:
+    """Poll a server-side dry run of ``failurePolicy: Ignore`` by nicguard's ServiceAccount (its
+    RBAC allows the patch) until the policy refuses it: the apiserver loads policies a moment
+    after they are created."""
+    change = '[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]'
+    patch = ["patch", "validatingwebhookconfiguration", configuration, "--type=json", "-p", change]
+    refused = f"ValidatingAdmissionPolicy '{CONFIGURATION_POLICY}' with binding"
+
+    def probe() -> bool | None:
+        run = plane.kubectl("nicguard", *patch, "--dry-run=server")
+        return (run.returncode == 1 and refused in run.stderr) or None
+
+    wait_until(
+        probe,
+        timeout=EFFECT_TIMEOUT,
+        what=f"ValidatingAdmissionPolicy {CONFIGURATION_POLICY} to refuse nicguard's patch",
+        interval=0.25,
+        diagnose=plane.report,
     )

@@ -35,6 +35,7 @@ KEYS = [
     "warnings",
     "recipe",
     "duration_ms",
+    "source_address",
 ]
 
 
