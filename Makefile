@@ -119,7 +119,8 @@ demo: $(STAMP) k8s-bins
 	@bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) \
 	  $(BIN)/python -m scripts.demo
 
-# Benchmarks (BENCHMARKS.md): nicguard beside a bare FastAPI/uvicorn echo under wrk, RSS with 10,000
+# Benchmarks (BENCHMARKS.md): nicguard under wrk beside a bare Go echo (built with go), a bare
+# FastAPI echo on uvicorn's defaults and the same on nicguard's stack, RSS with 10,000
 # cached objects, the audit's CPU, then scale in file mode (RSS at 10,000 in six mixes and layouts,
 # the slope to 100,000, ready at 100,000). Installs wrk when missing; exits 1 when a target is missed.
 # `make bench-py313`: the same on Python 3.13, the image's interpreter (both servers, the states).

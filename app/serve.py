@@ -145,7 +145,9 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     tls = _Tls(reloader, certs, options.cert_period)
     freeze_startup()
     try:
-        asyncio.run(_run(webhook, probe, tls, metrics, lifecycle, options.shutdown_delay))
+        # The loop guarded_config names (uvloop): uvicorn's own run would create it the same way.
+        with asyncio.Runner(loop_factory=webhook.config.get_loop_factory()) as runner:
+            runner.run(_run(webhook, probe, tls, metrics, lifecycle, options.shutdown_delay))
     finally:
         stop_view()
         if certs is not None:

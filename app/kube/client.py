@@ -21,6 +21,7 @@ from kubernetes import config
 from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
+from app.kube.credentials import ClientConfigError
 from app.kube.errors import BAD_REQUEST, INVALID, raw_response, read_body, status_of, watch_error
 
 logger = logging.getLogger(__name__)
@@ -51,10 +52,6 @@ WATCH_SILENCE_ALLOWANCE: Final = 10.0
 def watch_timeout() -> int:
     """A watch's timeoutSeconds: jittered so that replicas' caches do not re-watch in step."""
     return random.randint(*WATCH_SECONDS)  # noqa: S311 - spreads load, not a secret
-
-
-class ClientConfigError(Exception):
-    """Neither in-cluster nor kubeconfig credentials could be loaded; the text says why."""
 
 
 @dataclass(frozen=True, slots=True)

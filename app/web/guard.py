@@ -5,29 +5,27 @@ clients")."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from socket import SocketType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, cast
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.web.capacity import Capacity
 from app.web.peer import with_tls_extension
 
-# Memory, not file descriptors, is what runs out first: asyncio gives every TLS connection a
-# 256 KiB read buffer from accept on (~300 KiB of RSS each, measured), so 256 connections cost
+# Memory, not file descriptors, is what runs out first: the loop gives every TLS connection a
+# 256 KiB read buffer once TLS starts (~300 KiB of RSS each, measured), so 256 connections cost
 # ~75 MiB, inside the Deployment's 256 MiB limit beside the caches. The apiserver holds a few.
 MAX_CONNECTIONS: Final = 128
 # The apiserver writes a review at once and waits 3 s for the answer (timeoutSeconds in the
 # webhook configurations); the body read allowed 10 s before this deadline existed.
 REQUEST_SECONDS: Final = 10.0
-# h11's own default, now explicit: the apiserver's headers are a few hundred bytes.
+# The apiserver's headers are a few hundred bytes (16 KiB is h11's default; httptools has none).
 MAX_HEADER_BYTES: Final = 16 * 1024
 
 
@@ -67,10 +65,16 @@ class _Phase(enum.Enum):
     CLOSED = enum.auto()
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, created at accept: the TLS handshake and the first request must
-    complete within the deadline of accept, a later request within the deadline of its first
-    byte; a connection past its deadline, evicted or refused is aborted, never answered."""
+class _HeadersTooLargeError(Exception):
+    """Raised in httptools' callback: the parser stops, uvicorn answers via send_400_response."""
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, created at accept: the TLS handshake and the first request
+    must complete within the deadline of accept, a later request within the deadline of its
+    first byte; a connection past its deadline, evicted or refused is aborted, never answered.
+
+    Every uvicorn method overridden here is pinned by tests/web/test_guard_uvicorn.py."""
 
     listener: ClassVar[Listener]
 
@@ -83,8 +87,16 @@ class GuardedH11Protocol(H11Protocol):
         # What TLS decrypted before the handshake's task told us it is up (the first request
         # often arrives with the client's Finished): delivered once uvicorn has the transport.
         self._early: list[bytes] | None = None
+        # What the client sent before TLS started (its ClientHello): uvloop reads from the moment
+        # connection_made returns, pause or not; handed to the TLS protocol as it takes over.
+        self._hello: list[bytes] | None = None
         self._handed = False  # uvicorn's connection_made has run
         self._handshake: asyncio.Task[asyncio.Transport | None] | None = None
+        # Bytes received while a request's headers are incomplete (None once they are): httptools
+        # buffers a header line without bound, so its size is counted here, as h11 counted it.
+        self._head: int | None = 0
+        self._partial = False  # a request has begun and is not whole yet
+        self._oversized = False
 
     # --- accept, TLS, close ----------------------------------------------------------------
 
@@ -102,23 +114,26 @@ class GuardedH11Protocol(H11Protocol):
             self._handed = True
             super().connection_made(transport)
             return
-        transport.pause_reading()  # nothing is read until the TLS protocol takes over
-        self._early = []
+        transport.pause_reading()  # asyncio reads nothing until the TLS protocol takes over
+        self._early, self._hello = [], []
         self._handshake = self.loop.create_task(self._start_tls(transport, self.listener.tls))
         self._handshake.add_done_callback(self._secured)
 
     async def _start_tls(
         self, transport: asyncio.Transport, tls: ssl.SSLContext
     ) -> asyncio.Transport | None:
-        if transport.is_closing():  # evicted before this task ran: asyncio would wait forever
+        if transport.is_closing():  # evicted before this task ran: the loop would wait forever
             return None
+        hello, self._hello = b"".join(self._hello or ()), None
+        if hello:  # first thing once start_tls has set its protocol, before it starts
+            self.loop.call_soon(_handover, transport, self, hello)
         return await self.loop.start_tls(
             transport,
             self,
             tls,
             server_side=True,
             # Backstops: our own timer closes first; a close_notify never answered neither holds
-            # the connection for asyncio's 30 s.
+            # the connection for the loop's 30 s.
             ssl_handshake_timeout=self.listener.limits.request_seconds + 1,
             ssl_shutdown_timeout=self.listener.limits.request_seconds,
         )
@@ -134,7 +149,7 @@ class GuardedH11Protocol(H11Protocol):
                 # evictions grew RSS by 600 MiB; python/cpython#109534 is the same cycle).
                 error.__traceback__ = None
         if secured is None or self._phase is _Phase.CLOSED:
-            # A failed handshake (asyncio closed the socket) or our abort during it.
+            # A failed handshake (the loop closed the socket) or our abort during it.
             self._forget()
             return
         self._carrier, early, self._early = secured, self._early or [], None
@@ -182,6 +197,11 @@ class GuardedH11Protocol(H11Protocol):
             self._deadline = None
 
     def data_received(self, data: bytes) -> None:
+        if self._hello is not None:  # TLS not started: the client's first flight, in plain TCP
+            self._hello.append(data)
+            if self._carrier is not None:
+                self._carrier.pause_reading()
+            return
         if self._early is not None:
             self._early.append(data)
             return
@@ -190,58 +210,107 @@ class GuardedH11Protocol(H11Protocol):
         if self._phase is _Phase.IDLE:  # a new request's first byte
             self._phase, self._since = _Phase.WAITING, self.loop.time()
             self.listener.capacity.waiting(self)
-        super().data_received(data)
-        if self._phase is _Phase.WAITING and self.conn.their_state in _COMPLETE:
-            self._answering()
-        elif self._phase is _Phase.WAITING and self._deadline is None:
+        if self._head is not None:
+            self._head += len(data)
+        super().data_received(data)  # the request, if whole, is being answered: on_message_complete
+        if self._phase is not _Phase.WAITING:
+            return
+        if self._head is not None and self._head > self.listener.limits.header_bytes:
+            self._too_large()  # and still no end of the headers
+        elif self._deadline is None:
             self._arm()  # the request did not arrive whole: from now on it runs against time
 
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._partial = True
+
+    def on_headers_complete(self) -> None:
+        head, self._head = self._head, None
+        if (
+            head is not None
+            and head > self.listener.limits.header_bytes
+            and (self._head_bytes() > self.listener.limits.header_bytes)
+        ):
+            self._oversized = True
+            raise _HeadersTooLargeError
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._partial, self._head = False, 0
+        if self._phase is not _Phase.WAITING:
+            return
+        if self.cycle.response_complete and not self.pipeline:
+            self._idle()  # answered before it was whole (413): nothing more to answer
+        else:
+            self._answering()
+
     def on_response_complete(self) -> None:
+        queued = bool(self.pipeline)
         super().on_response_complete()
         if self._phase is not _Phase.ANSWERING or self.transport.is_closing():
             return
-        their = self.conn.their_state
-        if their in _COMPLETE:  # a pipelined request, already whole, is being answered
-            return
-        if their is h11.IDLE and not self.conn.trailing_data[0]:
-            self._phase = _Phase.IDLE
-            self.listener.capacity.idle(self)
-            return
-        self._phase, self._since = _Phase.WAITING, self.loop.time()  # part of the next one
-        self.listener.capacity.waiting(self)
-        self._arm()
+        if self._partial:  # part of the next one
+            self._phase, self._since = _Phase.WAITING, self.loop.time()
+            self.listener.capacity.waiting(self)
+            self._arm()
+        elif not queued:  # else a pipelined request, already whole, is being answered
+            self._idle()
 
     def _answering(self) -> None:
         self._phase = _Phase.ANSWERING
         self._disarm()
         self.listener.capacity.answering(self)
 
+    def _idle(self) -> None:
+        self._phase = _Phase.IDLE
+        self._disarm()
+        self.listener.capacity.idle(self)
+
     # --- headers over the cap ---------------------------------------------------------------
 
+    def _head_bytes(self) -> int:
+        """The request line and headers as sent, give or take their separators."""
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+
     def send_400_response(self, msg: str) -> None:
-        """uvicorn's answer to what h11 cannot parse; 431 when it is the headers' size."""
-        if len(self.conn.trailing_data[0]) <= self.listener.limits.header_bytes:
+        """uvicorn's answer to what httptools cannot parse; 431 when it is the headers' size."""
+        if not self._oversized:
             super().send_400_response(msg)
             return
+        self._too_large()
+
+    def _too_large(self) -> None:
         self.listener.on_closed(Closed.HEADER_SIZE)
         self._phase = _Phase.CLOSED  # counted; it leaves the cap once closed (connection_lost)
         self._disarm()  # the TLS close_notify is bounded by ssl_shutdown_timeout
-        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
         body = b"request headers exceed %d bytes" % self.listener.limits.header_bytes
-        with contextlib.suppress(h11.LocalProtocolError):
-            reply = h11.Response(status_code=431, headers=headers, reason=_TOO_LARGE)
-            self.transport.write(self.conn.send(reply) or b"")
-            self.transport.write(self.conn.send(h11.Data(data=body)) or b"")
-            self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"content-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+        )
         self.transport.close()
 
 
-_COMPLETE: Final = frozenset({h11.DONE, h11.MUST_CLOSE})
-_TOO_LARGE: Final = b"Request Header Fields Too Large"
+def _handover(transport: asyncio.Transport, plain: asyncio.BaseProtocol, data: bytes) -> None:
+    """``data`` to the TLS protocol start_tls has set on ``transport``, as its transport would
+    hand it (BufferedProtocol; before its connection_made, it only buffers the bytes)."""
+    tls = transport.get_protocol()  # uvloop's is no asyncio.BufferedProtocol subclass
+    if transport.is_closing() or tls is plain or not hasattr(tls, "buffer_updated"):
+        return
+    buffered = cast("asyncio.BufferedProtocol", tls)
+    view = memoryview(data)
+    while view:
+        buffer = memoryview(buffered.get_buffer(len(view)))
+        size = min(len(buffer), len(view))
+        buffer[:size] = view[:size]
+        buffered.buffer_updated(size)
+        view = view[size:]
 
 
 class GuardedServer(uvicorn.Server):
-    """Says ``https`` for a listener whose TLS ``GuardedH11Protocol`` starts (uvicorn's config
+    """Says ``https`` for a listener whose TLS ``GuardedHttpToolsProtocol`` starts (uvicorn's config
     has no ``ssl`` then, so that it accepts plain TCP)."""
 
     def _log_started_message(self, listeners: Sequence[SocketType]) -> None:
@@ -264,12 +333,5 @@ def guarded_config(
     """A listener of ``app`` under ``limits``: HTTPS with exactly ``tls`` (kept by identity, so
     certificates reloaded into it serve new handshakes), plain HTTP without."""
     listener = Listener(Capacity(limits.connections), tls, limits, on_closed)
-    protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), {"listener": listener})
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        http=protocol,
-        h11_max_incomplete_event_size=limits.header_bytes,
-        **kwargs,
-    )
+    protocol = type("GuardedHttpToolsProtocol", (GuardedHttpToolsProtocol,), {"listener": listener})
+    return uvicorn.Config(app, host=host, port=port, http=protocol, **{"loop": "uvloop", **kwargs})

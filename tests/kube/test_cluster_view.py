@@ -25,12 +25,12 @@ from app.domain.slim import slim_runtime
 from app.kube.client import (
     INITIAL_EVENTS_SECONDS,
     WATCH_SECONDS,
-    ClientConfigError,
     Listing,
     WatchEvent,
     load_api_client,
 )
 from app.kube.cluster_view import KubeClusterView, Sources
+from app.kube.credentials import ClientConfigError
 from app.kube.watch_cache import Pacing
 from tests.kube.test_watch_cache import FAST, Held, ScriptedSource, Stream, wait_for
 

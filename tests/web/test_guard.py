@@ -252,3 +252,17 @@ def test_capacity_evicts_waiting_then_idle_and_refuses_when_all_are_answered() -
     assert len(capacity) == 1
     with pytest.raises(ValueError, match="at least one"):
         Capacity(0)
+
+
+@timing
+def test_headers_over_the_cap_in_one_piece_get_431_and_are_closed(listening: Listening) -> None:
+    """Headers that end within the write that carries them: httptools has parsed them whole."""
+    sock = listening.connect()
+    sock.sendall(b"POST /x HTTP/1.1\r\nX-Big: " + b"a" * 2048 + b"\r\nContent-Length: 2\r\n\r\nok")
+    sock.setblocking(True)
+    sock.settimeout(5)
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    assert reply.startswith(b"HTTP/1.1 431 ")
+    assert listening.closed == [Closed.HEADER_SIZE]
