@@ -18,7 +18,7 @@ from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind, trainer_kind
 from app.domain.verdict import Verdict, shown
-from app.statefiles import SourcedObject, load_objects, state_snapshot
+from app.files.state import SourcedObject, load_objects, state_snapshot
 
 
 @dataclass(frozen=True, slots=True)
