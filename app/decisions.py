@@ -1,4 +1,4 @@
-"""The audit trail: one JSON line per admission decision, never the body."""
+"""The decision log: one JSON line per admission decision, never the body."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ EVENT_DECISION: Final = "admission_decision"
 EVENT_REJECTED: Final = "admission_rejected"
 EVENT_FAILURE: Final = "admission_failure"
 
-logger = logging.getLogger("nicguard.audit")
+logger = logging.getLogger("nicguard.decisions")
 
 
 def record_decision(

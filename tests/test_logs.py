@@ -65,7 +65,7 @@ def _decision_fields() -> list[str]:
             seen.append(record)
 
     handler = Keep()
-    audit = logging.getLogger("nicguard.audit")
+    audit = logging.getLogger("nicguard.decisions")
     level = audit.level
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)

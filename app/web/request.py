@@ -27,7 +27,7 @@ class MalformedReviewError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class AdmissionRequest:
-    """One parsed admission request: the core's Review plus what the response and audit need."""
+    """One parsed admission request: the core's Review, plus what the response and log need."""
 
     uid: str
     review: Review
