@@ -19,7 +19,8 @@ from app.domain.fields import JsonMap, map_at, str_at
 from app.domain.kinds import Guarded, Kind, trainer_kind
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
-from app.statefiles import SourcedObject, load_objects, load_yaml, state_snapshot
+from app.documents import load_yaml
+from app.files.state import SourcedObject, load_objects, state_snapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ from app.config import (
     add_serve_options,
     settings_from,
 )
+from app.files.state import StateFileError
 from app.kube.credentials import ClientConfigError
-from app.statefiles import StateFileError
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 

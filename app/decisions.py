@@ -1,4 +1,4 @@
-"""The audit trail: one JSON line per admission decision, never the body, at most 16 KiB."""
+"""The decision log: one JSON line per admission decision, never the body, at most 16 KiB."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ EVENT_DECISION: Final = "admission_decision"
 EVENT_REJECTED: Final = "admission_rejected"
 EVENT_FAILURE: Final = "admission_failure"
 
-logger = logging.getLogger("nicguard.audit")
+logger = logging.getLogger("nicguard.decisions")
 
 # The line stays under 16 KiB (Cloud Logging drops entries over 256 KB, and a lost decision is a
 # hole in the audit trail): each request field <= 512 bytes as written (JSON, ASCII with \u

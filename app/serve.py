@@ -30,10 +30,10 @@ from app.domain.cluster import (
     ClusterView,
 )
 from app.domain.drift import EVERYTHING
+from app.files.state import state_snapshot
 from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
 from app.logs import configure_logging, serve_as_secondary
 from app.metrics import Metrics
-from app.statefiles import state_snapshot
 from app.web.admission import create_admission_app
 from app.web.guard import Closed, GuardedServer, guarded_config
 from app.web.probes import create_probe_app

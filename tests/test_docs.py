@@ -40,6 +40,7 @@ from app.config import (
     serve_options,
     settings_from,
 )
+from app.documents import load_yaml
 from app.domain.cluster import (
     PARAM_SETS_SKIPPED,
     ClusterSnapshot,
@@ -50,7 +51,7 @@ from app.domain.cluster import (
 from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.kinds import Guarded, trainer_kind
 from app.domain.verdict import Code, Verdict
-from app.statefiles import iter_objects, load_yaml
+from app.files.state import iter_objects
 from app.web.request import request_from_body
 from app.web.response import review_response
 

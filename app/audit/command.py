@@ -23,7 +23,7 @@ from app.domain.fields import str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.policy import Policy
 from app.domain.reports import Audited, ReportApi, report, report_namespace
-from app.statefiles import state_snapshot
+from app.files.state import state_snapshot
 
 OUTPUTS: Final = ("text", "json", "reports")
 DEFAULT_REPORT_API: Final = ReportApi.OPENREPORTS

@@ -43,7 +43,7 @@ INITIAL_EVENTS_SECONDS: Final = 600
 
 # kube-apiserver 1.37 sends watch bookmarks every 60 s, but skips one while the resourceVersion
 # has not moved (a quiet cluster: up to ~121 s between them), and always one 2 s before the
-# watch's timeoutSeconds (measured: scripts/bookmark_cadence.py, docs/operations.md). Short
+# watch's timeoutSeconds (measured; docs/operations.md, "Silent partitions"). Short
 # watches therefore bound the silence of a healthy stream, whatever the cluster does.
 WATCH_SECONDS: Final = (25, 35)
 WATCH_SILENCE_ALLOWANCE: Final = 10.0

@@ -1,4 +1,4 @@
-"""The webhook endpoint ``POST /validate``: HTTP checks, then translate, evaluate, audit, answer.
+"""The webhook endpoint ``POST /validate``: HTTP checks, translate, evaluate, log, answer.
 
 Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits forever.
 """

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from app.documents import load_yaml
 from app.domain.cluster import ObjectName, recipe_of
 from app.domain.evaluate import Operation, Review
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import Guarded, kind_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
-from app.statefiles import load_yaml
 
 API_VERSION: Final = "admission.k8s.io/v1"
 KIND: Final = "AdmissionReview"
@@ -28,7 +28,7 @@ class MalformedReviewError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class AdmissionRequest:
-    """One parsed admission request: the core's Review plus what the response and audit need."""
+    """One parsed admission request: the core's Review, plus what the response and log need."""
 
     uid: str
     review: Review

@@ -15,7 +15,7 @@ from app.domain.kinds import Guarded, Kind
 from app.domain.policy import Enforcement, OnUnverifiable, Policy
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
-from app.statefiles import load_yaml
+from app.documents import load_yaml
 from tests.builders import (
     INTERFACES_PATH,
     PAIRS,

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from app.documents import load_all_yaml
 from app.domain.cluster import RuntimeKey
 from app.domain.drift import PASSING, Result, Standing, judge
 from app.domain.kinds import Kind
@@ -29,7 +30,6 @@ from app.domain.reports import (
     report_namespace,
 )
 from app.domain.verdict import Code, Violation
-from app.statefiles import load_all_yaml
 from tests.builders import network, runtime, snapshot, wired
 
 CRDS = Path(__file__).parents[1] / "e2e" / "crds"

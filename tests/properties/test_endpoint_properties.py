@@ -15,11 +15,12 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings, strategies as st
 
+from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, snapshot_of
 from app.domain.evaluate import Operation
 from app.domain.kinds import TRAINER_GROUP, Kind
 from app.domain.verdict import Code
-from app.statefiles import load_objects, load_yaml
+from app.files.state import load_objects
 from app.web.response import MESSAGE_MAX_BYTES, WARNING_MAX_CHARS
 from tests.properties.strategies import any_text, fuzzed_objects, json_values, mutated
 from tests.web.conftest import EXAMPLES, RECIPE, make_client, sample_review

@@ -177,7 +177,7 @@ class _BrokenView:
 
 def test_a_bug_denies_in_band_and_never_returns_5xx(caplog: pytest.LogCaptureFixture) -> None:
     client, _ = make_client(_BrokenView(), Policy(recipe_runtimes=frozenset({"other"})))
-    with caplog.at_level(logging.ERROR, logger="nicguard.audit"):
+    with caplog.at_level(logging.ERROR, logger="nicguard.decisions"):
         response = post(client, sample_review("good-runtime"))
     assert response["allowed"] is False
     assert "internal error" in response["status"]["message"]
@@ -187,7 +187,7 @@ def test_a_bug_denies_in_band_and_never_returns_5xx(caplog: pytest.LogCaptureFix
 def test_one_audit_line_per_decision_without_the_body(
     client: TestClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="nicguard.audit"):
+    with caplog.at_level(logging.INFO, logger="nicguard.decisions"):
         post(client, sample_review("drifted-runtime"))
     (record,) = [r for r in caplog.records if getattr(r, "event_type", "") == "admission_decision"]
     fields = vars(record)

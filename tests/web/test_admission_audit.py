@@ -45,7 +45,7 @@ def audit_stream() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
-    audit = logging.getLogger("nicguard.audit")
+    audit = logging.getLogger("nicguard.decisions")
     level = audit.level
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)
@@ -89,7 +89,7 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
     # Object-supplied text is escaped: no raw control character, even inside the JSON string.
     expected = shown or (review["request"]["name"], review["request"]["userInfo"]["username"])
     assert (decoded["resource_name"], decoded["request_username"]) == expected
-    assert (decoded["severity"], decoded["logger"]) == ("INFO", "nicguard.audit")
+    assert (decoded["severity"], decoded["logger"]) == ("INFO", "nicguard.decisions")
     assert decoded["violation_codes"] == ["MappingDivergesFromRecipe"]
     assert (decoded["decision"], decoded["grandfathered_codes"]) == ("denied", [])
 
@@ -97,7 +97,7 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
 def test_no_decision_line_below_the_configured_level(
     client: TestClient, audit_stream: io.StringIO
 ) -> None:
-    logging.getLogger("nicguard.audit").setLevel(logging.WARNING)
+    logging.getLogger("nicguard.decisions").setLevel(logging.WARNING)
     reply = client.post("/validate", json=sample_review("good-runtime"))
     assert reply.status_code == 200
     assert audit_stream.getvalue() == ""

@@ -25,7 +25,7 @@ def audit_lines() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
-    audit = logging.getLogger("nicguard.audit")
+    audit = logging.getLogger("nicguard.decisions")
     level = audit.level
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)

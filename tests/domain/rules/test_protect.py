@@ -11,13 +11,13 @@ from dataclasses import replace
 
 import pytest
 
+from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, Unverifiable
 from app.domain.evaluate import EXEMPT_USERS, Operation, Review, evaluate
 from app.domain.kinds import Guarded, Kind
 from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, recipe_from_configmap
 from app.domain.verdict import Verdict
-from app.statefiles import load_yaml
 from tests.builders import (
     GPU_NICS,
     PAIRS,

@@ -1,4 +1,4 @@
-"""Cluster state and objects from files: YAML/JSON decoding, and objects read from a file or a tree.
+"""Cluster state and objects from files: objects read from a file or a tree.
 
 Multi-document files, ``kind: List`` and typed lists (``NetworkList``, as the raw API writes them)
 are expanded, nested or not; every failure is one line naming the file, the document and the item.
@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import yaml
-
+from app.documents import DocumentError, iter_yaml_documents, load_yaml
 from app.domain.cluster import (
     PARAM_SETS_SKIPPED,
     ClusterSnapshot,
@@ -21,66 +20,7 @@ from app.domain.cluster import (
     snapshot_of,
 )
 from app.domain.fields import JsonMap, as_list, as_map
-from app.statelists import JsonList, json_list, json_list_items
-
-
-class DocumentError(ValueError):
-    """Text that is not valid YAML/JSON; the message is one line with the position."""
-
-
-def _reason(error: Exception) -> str:
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"{error.problem} at line {mark.line + 1}, column {mark.column + 1}"
-    if isinstance(error, RecursionError):
-        return "nested too deeply"
-    return " ".join(str(error).split())
-
-
-# PyYAML's constructors raise more than YAMLError on badly tagged scalars ("!!int" ->
-# IndexError, "!!bool foo" -> KeyError, "!!timestamp foo" -> AttributeError).
-_DECODE_ERRORS = (
-    yaml.YAMLError,
-    RecursionError,
-    ValueError,
-    AttributeError,
-    KeyError,
-    IndexError,
-    TypeError,
-)
-
-
-# libyaml's parser when PyYAML was built with it (its wheels are): ~10x faster on large state
-# directories; the constructors, hence the decoded values, are the same Python code.
-_LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-
-
-def load_yaml(text: str) -> object:
-    """One YAML document; raises DocumentError."""
-    try:
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - _LOADER is a safe loader
-    except _DECODE_ERRORS as error:
-        raise DocumentError(_reason(error)) from None
-
-
-def load_all_yaml(text: str) -> list[object]:
-    """Every document in a multi-document stream (empty documents dropped); raises DocumentError."""
-    return list(iter_yaml_documents(text))
-
-
-def iter_yaml_documents(text: str) -> Iterator[object]:
-    """``load_all_yaml`` one document at a time: only the current one is decoded at once."""
-    documents = yaml.load_all(text, Loader=_LOADER)
-    while True:
-        try:
-            document = next(documents)
-        except StopIteration:
-            return
-        except _DECODE_ERRORS as error:
-            raise DocumentError(_reason(error)) from None
-        if document is not None:
-            yield document
-
+from app.files.lists import JsonList, json_list, json_list_items
 
 SUFFIXES: Final = (".yaml", ".yml", ".json")
 

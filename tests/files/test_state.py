@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.domain.fields import str_at
-from app.statefiles import MAX_LIST_DEPTH, StateFileError, load_objects
-from app.statelists import json_list
+from app.files.lists import json_list
+from app.files.state import MAX_LIST_DEPTH, StateFileError, load_objects
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 NET = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
