@@ -225,7 +225,7 @@ def test_a_state_without_runtimes_passes_with_an_empty_cluster_report(
 
 
 def test_the_example_cluster_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     code, out, _ = audit(capsys, "--state", str(root / "examples" / "cluster"))
     assert code == 0
     assert out.rstrip().endswith("2 audited, 2 pass, 0 warn, 0 fail")
