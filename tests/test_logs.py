@@ -10,6 +10,7 @@ import re
 import pytest
 
 from app.logs import JsonFormatter, severity
+from tests.support.paths import ROOT
 
 
 @pytest.mark.parametrize(
@@ -84,18 +85,14 @@ def _decision_fields() -> list[str]:
 
 
 def test_the_readme_lists_exactly_the_fields_of_the_decision_line() -> None:
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     sentence = readme.split("One audit line per decision:", 1)[1].split(";", 1)[0]
     listed = [name.split("=")[0] for name in re.findall(r"`([^`]+)`", sentence)]
     assert listed == _decision_fields()
 
 
 def test_the_operations_page_describes_every_field_of_the_decision_line() -> None:
-    from pathlib import Path
-
-    page = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text("utf-8")
+    page = (ROOT / "docs" / "operations.md").read_text("utf-8")
     table = page.split("Every decision is one line", 1)[1].split("\n\n", 2)[1]
     rows = [line.split("|")[1] for line in table.splitlines()[2:]]
     described = [name for row in rows for name in re.findall(r"`([^`]+)`", row)]

@@ -24,6 +24,7 @@ from tests.builders import (
 )
 from tests.support.apiserver import FakeApiServer, Reply, routes, serving, status
 from tests.support.cluster import CLUSTER, CTRS, OPENREPORTS, WGPOLICYK8S
+from tests.support.paths import ROOT
 
 NOT_FOUND_AT: Final = (
     "spec.template.spec.replicatedJobs[0].template.spec.template.metadata"
@@ -217,8 +218,7 @@ def test_a_state_without_runtimes_passes_with_an_empty_cluster_report(
 
 
 def test_the_example_cluster_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    root = Path(__file__).resolve().parents[2]
-    code, out, _ = audit(capsys, "--state", str(root / "examples" / "cluster"))
+    code, out, _ = audit(capsys, "--state", str(ROOT / "examples" / "cluster"))
     assert code == 0
     assert out.rstrip().endswith("2 audited, 2 pass, 0 warn, 0 fail")
 
