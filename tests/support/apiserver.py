@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kubernetes.client import ApiClient, Configuration
@@ -193,3 +194,72 @@ def client_of(respond: Respond) -> Iterator[tuple[FakeApiServer, ApiClient]]:
             yield server, api_client
         finally:
             api_client.rest_client.close()
+
+
+class ObjectStore:
+    """Answers like an apiserver keeping plain objects by path: GET, POST to the collection
+    (409 when it exists), PUT at the resourceVersion read (409 when stale), PATCH as a strategic
+    merge (lists of named items merged by name) at the resourceVersion it names, DELETE.
+    ``failing`` answers ``(method, path)`` with a given reply instead."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, object]] = {}
+        self.failing: dict[tuple[str, str], Reply] = {}
+        self._version = 0
+
+    def put(self, path: str, obj: Mapping[str, object]) -> dict[str, object]:
+        """Store ``obj`` at ``path`` as a write would, with a new resourceVersion."""
+        self._version += 1
+        stored: dict[str, Any] = json.loads(json.dumps(obj))
+        stored.setdefault("metadata", {})["resourceVersion"] = str(self._version)
+        self.objects[path] = stored
+        return stored
+
+    def __call__(self, request: Request) -> Answer:
+        forced = self.failing.get((request.method, request.path))
+        if forced is not None:
+            return forced
+        current = self.objects.get(request.path)
+        body = request.body if isinstance(request.body, dict) else {}
+        if request.method == "POST":
+            path = f"{request.path}/{body['metadata']['name']}"
+            if path in self.objects:
+                return status(409, "AlreadyExists")
+            return 201, self.put(path, body)
+        if current is None:
+            return status(404, "NotFound")
+        if request.method == "GET":
+            return 200, current
+        if request.method == "DELETE":
+            del self.objects[request.path]
+            return 200, {"kind": "Status", "status": "Success"}
+        wanted = _resource_version(body)
+        if wanted is not None and wanted != _resource_version(current):
+            return status(409, "Conflict", "the object has been modified")
+        if request.method == "PUT":
+            return 200, self.put(request.path, body)
+        merged = _merged(current, body)
+        assert isinstance(merged, dict)
+        return 200, self.put(request.path, merged)
+
+
+def _resource_version(obj: Mapping[str, object]) -> object:
+    metadata = obj.get("metadata")
+    return metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+
+
+def _merged(current: object, patch: object) -> object:
+    """A strategic merge, as the apiserver does it for maps and for lists keyed by name."""
+    if isinstance(current, dict) and isinstance(patch, dict):
+        merged = dict(current)
+        for key, value in patch.items():
+            merged[key] = _merged(current.get(key), value)
+        return merged
+    if isinstance(current, list) and isinstance(patch, list):
+        by_name = {item.get("name"): item for item in patch if isinstance(item, dict)}
+        kept = [
+            _merged(item, by_name.pop(item.get("name"), {})) if isinstance(item, dict) else item
+            for item in current
+        ]
+        return kept + list(by_name.values())
+    return patch
