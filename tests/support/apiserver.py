@@ -203,11 +203,11 @@ class ObjectStore:
     ``failing`` answers ``(method, path)`` with a given reply instead."""
 
     def __init__(self) -> None:
-        self.objects: dict[str, dict[str, object]] = {}
+        self.objects: dict[str, dict[str, Any]] = {}
         self.failing: dict[tuple[str, str], Reply] = {}
         self._version = 0
 
-    def put(self, path: str, obj: Mapping[str, object]) -> dict[str, object]:
+    def put(self, path: str, obj: Mapping[str, object]) -> dict[str, Any]:
         """Store ``obj`` at ``path`` as a write would, with a new resourceVersion."""
         self._version += 1
         stored: dict[str, Any] = json.loads(json.dumps(obj))
