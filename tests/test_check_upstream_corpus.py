@@ -30,9 +30,9 @@ import yaml
 
 from app.check import CheckResult, check_files
 from app.config import Settings, settings_from
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
-UPSTREAM = REPO / "tests" / "fixtures" / "upstream"
+UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"
 HEADER = "# nicguard upstream corpus"
 WIRING_KEYS = ("networking.gke.io/interfaces", "networking.gke.io/default-interface")
 
@@ -541,7 +541,7 @@ POD_FILES = [
 
 
 def _source(entry: str) -> Path:
-    return REPO / entry if entry.startswith("examples/") else UPSTREAM / entry
+    return ROOT / entry if entry.startswith("examples/") else UPSTREAM / entry
 
 
 def _state(tmp_path: Path, entries: tuple[str, ...]) -> Path:

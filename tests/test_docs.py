@@ -54,10 +54,10 @@ from app.domain.verdict import Code, Verdict
 from app.files.state import iter_objects
 from app.web.request import request_from_body
 from app.web.response import review_response
+from tests.support.paths import ROOT
 
-REPO: Final = Path(__file__).resolve().parent.parent
-RULES: Final = REPO / "docs" / "rules.md"
-CONFIGURATION: Final = REPO / "docs" / "configuration.md"
+RULES: Final = ROOT / "docs" / "rules.md"
+CONFIGURATION: Final = ROOT / "docs" / "configuration.md"
 INTRO: Final = "How a denial looks"
 LIVE_STATE: Final = "examples/cluster"
 REASON: Final = "networks cache not synced: initial list pending"
@@ -227,7 +227,7 @@ def documented_check(example: Example, tmp_path: Path) -> tuple[CheckRun, str]:
 def judged(run: CheckRun) -> tuple[str, list[Verdict]]:
     settings = settings_from(run.args, run.environ)
     notes: list[str] = []
-    results = check_files(REPO / run.args.state, run.args.files, settings, note=notes.append)
+    results = check_files(ROOT / run.args.state, run.args.files, settings, note=notes.append)
     # A state without GKENetworkParamSets says so on stderr (the page says where it applies).
     assert [note for note in notes if note != PARAM_SETS_SKIPPED] == [], notes
     return render_text(results), [r.verdict for r in results]
@@ -252,7 +252,7 @@ def test_example_yields_its_code_and_the_documented_output(
 def live_view(name: str) -> ClusterSnapshot:
     """The examples/cluster state with one part made unavailable, as a live cluster can be."""
     snapshot = snapshot_of(
-        (o.obj for o in iter_objects([REPO / LIVE_STATE])),
+        (o.obj for o in iter_objects([ROOT / LIVE_STATE])),
         recipe_name=settings_from(argparse.Namespace(), {}).recipe_configmap,
         load_yaml=load_yaml,
     )
@@ -326,7 +326,7 @@ def test_the_denial_walkthrough_is_the_webhook_response() -> None:
     args = build_parser().parse_args(argv)
     settings = settings_from(args, environ)
     view = snapshot_of(
-        (o.obj for o in iter_objects([REPO / args.state])),
+        (o.obj for o in iter_objects([ROOT / args.state])),
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )
@@ -349,7 +349,7 @@ def test_the_denial_walkthrough_is_the_webhook_response() -> None:
     assert (
         kubectl.body.removeprefix(lead).rstrip("\n") == documented["response"]["status"]["message"]
     )
-    assert f"name: {WEBHOOK}" in (REPO / "manifests/base/webhook.yaml").read_text(encoding="utf-8")
+    assert f"name: {WEBHOOK}" in (ROOT / "manifests/base/webhook.yaml").read_text(encoding="utf-8")
 
 
 # --- (d) every setting is documented -------------------------------------------------------

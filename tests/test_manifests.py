@@ -11,8 +11,8 @@ from typing import Any, Final
 import pytest
 
 from tests.chart.render import kustomize
+from tests.support.paths import ROOT
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 MANIFESTS: Final = ROOT / "manifests"
 
 

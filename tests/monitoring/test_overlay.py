@@ -12,7 +12,8 @@ import yaml
 
 from scripts.monitoring_manifests import OVERLAY, REGENERATE, generated
 from tests.e2e.procs import tool
-from tests.monitoring.promql import DASHBOARD, ROOT, RULES
+from tests.monitoring.promql import DASHBOARD, RULES
+from tests.support.paths import ROOT
 
 KUBECTL: Final = tool("kubectl")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from app.domain.policy import Policy
 from app.files.state import load_objects
 from app.metrics import Metrics
 from app.web.admission import create_admission_app
+from tests.support.paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = ROOT / "examples"
 RECIPE = ObjectName("nicguard-system", "nicguard-recipe")
 
 

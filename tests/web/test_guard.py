@@ -17,7 +17,6 @@ from starlette.types import Receive, Scope, Send
 
 from app.certificates.certdir import ensure_cert_dir
 from app.certificates.tls import server_ssl_context
-from app.web.capacity import Capacity
 from app.web.guard import Closed, GuardedServer, Limits, guarded_config
 
 SECONDS = 0.6
@@ -224,34 +223,6 @@ def test_at_the_cap_the_longest_waiting_connection_makes_room(listening: Listeni
     serving.sendall(REQUEST)
     assert answer(serving).startswith(b"HTTP/1.1 200")
     assert listening.closed == [Closed.EVICTED]
-
-
-def test_capacity_evicts_waiting_then_idle_and_refuses_when_all_are_answered() -> None:
-    evicted: list[str] = []
-
-    @dataclass(frozen=True)
-    class Conn:
-        name: str
-
-        def evict(self) -> None:
-            evicted.append(self.name)
-
-    capacity = Capacity(2)
-    a, b, c, d = Conn("a"), Conn("b"), Conn("c"), Conn("d")
-    assert capacity.admit(a)
-    assert capacity.admit(b)
-    capacity.idle(a)
-    assert capacity.admit(c)  # b waits longest: it goes, not the idle a
-    assert evicted == ["b"]
-    capacity.answering(c)
-    assert capacity.admit(d)  # nothing waits: the idle a goes
-    assert evicted == ["b", "a"]
-    capacity.answering(d)
-    assert not capacity.admit(Conn("e"))  # both are being answered
-    capacity.leave(c)
-    assert len(capacity) == 1
-    with pytest.raises(ValueError, match="at least one"):
-        Capacity(0)
 
 
 @timing

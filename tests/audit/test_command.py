@@ -22,16 +22,9 @@ from tests.builders import (
     wired,
     with_metadata,
 )
-from tests.kube.test_listing import (
-    CLUSTER,
-    CTRS,
-    OPENREPORTS,
-    WGPOLICYK8S,
-    ApiServer,
-    Reply,
-    serving,
-    status,
-)
+from tests.support.apiserver import FakeApiServer, Reply, routes, serving, status
+from tests.support.cluster import CLUSTER, CTRS, OPENREPORTS, WGPOLICYK8S
+from tests.support.paths import ROOT
 
 NOT_FOUND_AT: Final = (
     "spec.template.spec.replicatedJobs[0].template.spec.template.metadata"
@@ -225,8 +218,7 @@ def test_a_state_without_runtimes_passes_with_an_empty_cluster_report(
 
 
 def test_the_example_cluster_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    root = Path(__file__).resolve().parents[1]
-    code, out, _ = audit(capsys, "--state", str(root / "examples" / "cluster"))
+    code, out, _ = audit(capsys, "--state", str(ROOT / "examples" / "cluster"))
     assert code == 0
     assert out.rstrip().endswith("2 audited, 2 pass, 0 warn, 0 fail")
 
@@ -267,10 +259,10 @@ def live(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    routes: dict[str, Reply],
+    table: dict[str, Reply],
     *args: str,
-) -> tuple[int, str, str, ApiServer]:
-    with serving(routes) as server:
+) -> tuple[int, str, str, FakeApiServer]:
+    with serving(routes(table)) as server:
         monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path)))
         code, out, err = audit(capsys, *args)
     return code, out, err, server
@@ -309,10 +301,10 @@ def test_live_reports_are_in_the_api_the_cluster_serves_unless_the_setting_names
     setting: str,
     api: str,
 ) -> None:
-    routes = {k: v for k, v in CLUSTER.items() if k not in (OPENREPORTS, WGPOLICYK8S)}
-    routes |= {path: CLUSTER[path] for path in served}
+    table = {k: v for k, v in CLUSTER.items() if k not in (OPENREPORTS, WGPOLICYK8S)}
+    table |= {path: CLUSTER[path] for path in served}
     args = ("--output", "reports", "--reports", setting)
-    code, out, _, _ = live(capsys, monkeypatch, tmp_path, routes, *args)
+    code, out, _, _ = live(capsys, monkeypatch, tmp_path, table, *args)
     assert code == 0
     assert [(a, ns) for a, _, ns in kinds(reports(out))] == [
         (api, ""),
@@ -345,8 +337,8 @@ def test_a_cluster_that_cannot_be_read_exits_two_naming_what_failed(
     path: str,
     message: str,
 ) -> None:
-    routes = {**CLUSTER, path: status(403, "Forbidden", "no")}
-    code, out, err, _ = live(capsys, monkeypatch, tmp_path, routes, "--output", "reports")
+    table = {**CLUSTER, path: status(403, "Forbidden", "no")}
+    code, out, err, _ = live(capsys, monkeypatch, tmp_path, table, "--output", "reports")
     assert (code, out, err) == (2, "", message)
 
 

@@ -1,4 +1,4 @@
-"""What a cluster view keeps of a runtime (app.domain.template.slim_runtime)."""
+"""What a cluster view keeps of a runtime (app.domain.slim.slim_runtime)."""
 
 from __future__ import annotations
 
