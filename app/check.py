@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
+from app.documents import load_yaml
 from app.domain.cluster import (
     ClusterSnapshot,
     RuntimeKey,
@@ -19,7 +20,6 @@ from app.domain.fields import JsonMap, map_at, str_at
 from app.domain.kinds import Guarded, Kind, trainer_kind
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
-from app.documents import load_yaml
 from app.files.state import SourcedObject, load_objects, state_snapshot
 
 

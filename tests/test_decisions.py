@@ -57,6 +57,7 @@ def decide(verdict: Verdict = ALLOWED, duration_ms: float = 1.0) -> None:
     record_decision(
         uid="u", operation="CREATE", dry_run=False, group="g", kind="k", namespace="n",
         name="x", username="alice", verdict=verdict, duration_ms=duration_ms,
+        source_address="10.0.0.2:41234", client_subject="CN=kube-apiserver",
     )  # fmt: skip
 
 

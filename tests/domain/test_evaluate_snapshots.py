@@ -9,13 +9,13 @@ from collections.abc import Mapping
 import pytest
 import yaml
 
+from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, Unverifiable, with_runtimes
 from app.domain.evaluate import Operation, Review, evaluate, skip_reason
 from app.domain.kinds import Guarded, Kind
 from app.domain.policy import Enforcement, OnUnverifiable, Policy
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
-from app.documents import load_yaml
 from tests.builders import (
     INTERFACES_PATH,
     PAIRS,
