@@ -182,10 +182,10 @@ def test_warnings_are_bounded(warnings: tuple[str, ...], expected: list[str]) ->
             Verdict(violations=(LOST, BAD, LOST)),
             {
                 "decision": "denied",
-                "violations": "NetworkNotFound,InterfacesAnnotationMalformed,NetworkNotFound",
+                "violations": "NetworkNotFound,InterfacesAnnotationMalformed",
                 "recipe": "none",
             },
-            id="denied: each violation's code",
+            id="denied: each violation's code, once",
         ),
         pytest.param(
             Verdict(warned=(LOST,)),
