@@ -151,16 +151,31 @@ def _objects_in(file: Path) -> Iterator[SourcedObject]:
 def _objects_of(
     file: Path, number: int, found: Iterator[tuple[str, object]]
 ) -> Iterator[SourcedObject]:
-    for item, obj in found:
-        mapping = as_map(obj)
-        if mapping is None or not isinstance(mapping.get("kind"), str):
-            where = f"document {number}" + (f", {item}" if item else "")
-            raise StateFileError(f"{file}: {where} is not a Kubernetes object")
-        yield SourcedObject(obj=mapping, file=file, document=number, item=item)
+    try:
+        for item, obj in found:
+            mapping = as_map(obj)
+            if mapping is None or not isinstance(mapping.get("kind"), str):
+                where = f"document {number}" + (f", {item}" if item else "")
+                raise StateFileError(f"{file}: {where} is not a Kubernetes object")
+            yield SourcedObject(obj=mapping, file=file, document=number, item=item)
+    except _NestingError:
+        raise StateFileError(
+            f"{file}: document {number}: lists nested more than {MAX_LIST_DEPTH} deep"
+        ) from None
 
 
-def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
-    """Every object in a document, each with its item path; lists are read however nested."""
+# kubectl nests a List in a List at most once; a deeper one is no state anyone saved, and
+# reading it whole would take one stack frame per level.
+MAX_LIST_DEPTH: Final = 32
+
+
+class _NestingError(Exception):
+    """A list nested in lists more than MAX_LIST_DEPTH deep."""
+
+
+def _expand(document: object, item: str, depth: int = 0) -> Iterator[tuple[str, object]]:
+    """Every object in a document, each with its item path; lists are read nested up to
+    MAX_LIST_DEPTH deep."""
     mapping = as_map(document)
     kind = None if mapping is None else mapping.get("kind")
     if mapping is None or not isinstance(kind, str) or not _is_list(mapping, kind):
@@ -171,10 +186,14 @@ def _expand(document: object, item: str) -> Iterator[tuple[str, object]]:
     if entries is None:
         yield item, None  # reported as "not a Kubernetes object" at the list itself
         return
-    yield from _listed(JsonList(kind, mapping.get("apiVersion")), entries, item)
+    yield from _listed(JsonList(kind, mapping.get("apiVersion")), entries, item, depth + 1)
 
 
-def _listed(listed: JsonList, entries: Iterable[object], item: str) -> Iterator[tuple[str, object]]:
+def _listed(
+    listed: JsonList, entries: Iterable[object], item: str, depth: int = 1
+) -> Iterator[tuple[str, object]]:
+    if depth > MAX_LIST_DEPTH:
+        raise _NestingError
     # The raw API leaves apiVersion and kind off the items of a typed list (a ConfigMapList's
     # ConfigMaps): they are the list's, without "List".
     kind = listed.kind
@@ -184,7 +203,7 @@ def _listed(listed: JsonList, entries: Iterable[object], item: str) -> Iterator[
         found = as_map(entry)
         if found is not None and inherited and not all(key in found for key in inherited):
             found = {**inherited, **found}
-        yield from _expand(entry if found is None else found, path)
+        yield from _expand(entry if found is None else found, path, depth)
 
 
 def _is_list(mapping: JsonMap, kind: str) -> bool:

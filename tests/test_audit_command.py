@@ -245,12 +245,18 @@ def test_the_example_cluster_passes(capsys: pytest.CaptureFixture[str]) -> None:
         pytest.param(
             ["--state", "{tmp}/bad.yaml"], "nicguard: {tmp}/bad.yaml: invalid YAML/JSON: "
         ),
+        pytest.param(
+            ["--state", "{tmp}/deep.json"],
+            "nicguard: {tmp}/deep.json: document 1: lists nested more than 32 deep",
+            id="list-nested-thousands-deep",
+        ),
     ],
 )
 def test_input_errors_exit_two_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
     (tmp_path / "bad.yaml").write_text("kind: [unclosed\n")
+    (tmp_path / "deep.json").write_text('{"kind":"List","items":[' * 3000 + "{}" + "]}" * 3000)
     code, out, err = audit(capsys, *(a.format(tmp=tmp_path) for a in args))
     assert (code, out) == (2, "")
     assert err.startswith(message.format(tmp=tmp_path))

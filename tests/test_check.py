@@ -193,3 +193,17 @@ def test_a_state_without_param_sets_skips_their_checks_and_says_so_once(
     described = nicguard(command, "--state", STATE, *([runtime] if command == "check" else []))
     assert described.returncode == 0, described.stdout
     assert described.stderr == ""
+
+
+@pytest.mark.parametrize("as_state", [False, True], ids=["file", "state"])
+def test_a_list_nested_thousands_deep_exits_two_with_one_line(
+    tmp_path: Path, as_state: bool
+) -> None:
+    deep = tmp_path / "deep.json"
+    config_map = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}'
+    deep.write_text('{"kind":"List","items":[' * 3000 + config_map + "]}" * 3000)
+    args = ("--state", str(deep), "examples/objects/good-trainjob.yaml")
+    run = nicguard("check", *(args if as_state else ("--state", STATE, str(deep))))
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == f"nicguard: {deep}: document 1: lists nested more than 32 deep\n"
+    assert run.stdout == ""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.fields import str_at
-from app.statefiles import StateFileError, load_objects
+from app.statefiles import MAX_LIST_DEPTH, StateFileError, load_objects
 from app.statelists import json_list
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
@@ -195,3 +195,60 @@ def test_a_json_file_that_is_not_one_json_list_is_read_as_yaml(
     path.write_text(text)
     assert json_list(path, lambda kind: kind.endswith("List")) is None
     assert [str_at(o.obj, "metadata", "name") for o in load_objects([path])] == names
+
+
+def _nested_lists(depth: int, typed: bool = False) -> str:
+    """A ConfigMap inside ``depth`` lists, as JSON text (written out: too deep to dump)."""
+    kind = '"kind":"ConfigMapList","apiVersion":"v1"' if typed else '"kind":"List"'
+    return f'{{{kind},"items":[' * depth + json.dumps(CM) + "]}" * depth
+
+
+@pytest.mark.parametrize("typed", [False, True])
+@pytest.mark.parametrize("name", ["state.json", "state.yaml"])
+def test_lists_nested_up_to_the_limit_are_read(tmp_path: Path, name: str, typed: bool) -> None:
+    path = tmp_path / name
+    path.write_text(_nested_lists(MAX_LIST_DEPTH, typed))
+    (found,) = load_objects([path])
+    assert found.where.endswith(".items[0]" * (MAX_LIST_DEPTH - 1))
+
+
+def _nested_flow_lists(depth: int) -> str:
+    """The same in YAML flow style, which only the YAML parser reads."""
+    return "{kind: List, items: [" * depth + "{kind: ConfigMap, metadata: {name: a}}" + "]}" * depth
+
+
+@pytest.mark.parametrize("depth", [MAX_LIST_DEPTH + 1, 3000])
+@pytest.mark.parametrize("name", ["state.json", "state.yaml"])
+def test_lists_nested_deeper_are_one_error_line(tmp_path: Path, name: str, depth: int) -> None:
+    path = tmp_path / name
+    path.write_text(_nested_lists(depth))
+    with pytest.raises(StateFileError) as raised:
+        load_objects([path])
+    assert str(raised.value) == f"{path}: document 1: lists nested more than {MAX_LIST_DEPTH} deep"
+
+
+@pytest.mark.parametrize(
+    ("depth", "reason"),
+    [
+        pytest.param(MAX_LIST_DEPTH, None, id="at-the-limit"),
+        pytest.param(
+            MAX_LIST_DEPTH + 1,
+            f"document 1: lists nested more than {MAX_LIST_DEPTH} deep",
+            id="over",
+        ),
+        # Deeper than its own limit (libyaml: 1000 levels), the YAML parser refuses it first.
+        pytest.param(3000, "invalid YAML/JSON: exceeded maximum nesting depth", id="parser-limit"),
+    ],
+)
+def test_yaml_lists_nested_deeper_are_one_error_line(
+    tmp_path: Path, depth: int, reason: str | None
+) -> None:
+    path = tmp_path / "state.yaml"
+    path.write_text(_nested_flow_lists(depth))
+    if reason is None:
+        assert len(load_objects([path])) == 1
+        return
+    with pytest.raises(StateFileError) as raised:
+        load_objects([path])
+    assert str(raised.value).startswith(f"{path}: {reason}")
+    assert "\n" not in str(raised.value)
