@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Final
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -48,8 +49,8 @@ from app.domain.cluster import ClusterView
 from app.domain.evaluate import evaluate
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
-from app.domain.template import PodTemplate, wired_templates
-from app.domain.verdict import Verdict
+from app.domain.template import PodTemplate, wired_jobs, wired_templates
+from app.domain.verdict import Code, Verdict
 from app.domain.wiring import template_wiring, trainjob_wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, snapshot
 from tests.differential.corpus import ANCESTOR, pruned, runtimes, trainjobs
@@ -139,6 +140,70 @@ def _assert_judged(
         seen["nicguard judges more jobs than Trainer wires"] += 1
 
 
+_PATCH_SPEC: Final = ("trainingRuntimeSpec", "template", "spec")
+_TO_ANNOTATIONS: Final = ("template", "spec", "template", "metadata", "annotations")
+Path = tuple[str | int, ...]
+
+
+def _directives(value: object, path: Path = ()) -> Iterator[Path]:
+    """The path of every ``$`` key in ``value``."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.startswith("$"):
+                yield (*path, key)
+            yield from _directives(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _directives(item, (*path, index))
+
+
+def _on_wired_path(path: Path, trainjob: Mapping[str, object], wired: set[str]) -> bool:
+    """SPEC §2: from a patch's ``template.spec`` down to a wired template's annotations (the
+    replicatedJobs list, the wired entry, its template, spec, template, metadata, annotations),
+    and ``podTemplateOverrides[*].metadata`` (and its annotations) of a wired job."""
+    at, key = path[:-1], path[-1]
+    assert isinstance(key, str)
+    spec = trainjob["spec"]
+    assert isinstance(spec, dict)
+    if at[:1] == ("spec",) and at[1:2] == ("runtimePatches",):
+        rest = at[3:]
+        if rest[: len(_PATCH_SPEC)] != _PATCH_SPEC:
+            return False
+        rest = rest[len(_PATCH_SPEC) :]
+        if not rest:
+            return True
+        if rest[0] != "replicatedJobs":
+            return False
+        patch = spec["runtimePatches"][at[2]]
+        entry = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][rest[1]]
+        name = entry.get("name")
+        tail = rest[2:]
+        return not isinstance(name, str) or (name in wired and tail == _TO_ANNOTATIONS[: len(tail)])
+    override = spec["podTemplateOverrides"][at[2]]
+    targets = {t.get("name") for t in override.get("targetJobs") or ()}
+    return bool(targets & wired) and at[3:] in (("metadata",), ("metadata", "annotations"))
+
+
+def _refusals_on_the_path(
+    verdict: Verdict,
+    runtime: Mapping[str, object],
+    trainjob: Mapping[str, object],
+    answer: Effective,
+    seen: Counter[str],
+) -> None:
+    """``PatchDirectiveUnsupported`` only for a directive on the way to a wired template's
+    annotations; directives elsewhere (containers, nodeSelector, labels, other jobs) pass."""
+    # A job the runtime lacks receives nothing: refusing a directive aimed at it by a wired
+    # name (node; launcher when it runs ranks) is harmless.
+    wired = {job.name for job in (*answer.runtime, *answer.effective)} | set(wired_jobs(runtime))
+    found = list(_directives(trainjob))
+    on_path = [path for path in found if _on_wired_path(path, trainjob, wired)]
+    refused = any(v.code is Code.PATCH_DIRECTIVE_UNSUPPORTED for v in verdict.violations)
+    if found and not on_path:
+        assert not refused, f"a directive off the wired path refused: {found}\n{trainjob}"
+        seen["directives only elsewhere, not refused"] += 1
+
+
 def _check(
     oracle: Oracle,
     runtime: dict[str, object],
@@ -156,6 +221,7 @@ def _check(
     # The TrainJob.
     view = snapshot(runtime)
     verdict = evaluate(review(trainjob), view, POLICY)
+    _refusals_on_the_path(verdict, runtime, trainjob, answer, seen)
     if answer.error is not None:
         seen["Trainer cannot build it"] += 1
         return
@@ -199,3 +265,4 @@ def test_nicguard_judges_the_wiring_trainer_builds(
     print(f"\neffective differential ({trainer}): {dict(seen)}")  # noqa: T201 - with -s
     assert seen["allowed, same wiring"] >= examples // 10, seen
     assert seen["nicguard denies"] >= examples // 10, seen
+    assert seen["directives only elsewhere, not refused"] >= examples // 50, seen
