@@ -1,0 +1,153 @@
+"""A client of the Go oracle (tests/oracle): GKE's and Trainer's own reading of an object.
+
+The binary is built once per checkout by ``scripts/oracle-bin.sh`` (``make oracle``) and named by
+``NICGUARD_ORACLE``; it answers one JSON line per request, so thousands of cases cost little.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import IO, Final
+
+import pytest
+
+MAKE_ORACLE: Final = (
+    "the differential tests need the Go oracle: run `make oracle` and set "
+    'NICGUARD_ORACLE="$(scripts/oracle-bin.sh)" (the Makefile\'s unit tiers do)'
+)
+
+Entry = tuple[str, str | None, str | None]
+"""``(interfaceName, network, interface)`` as GKE's InterfaceRef holds it (None: nil)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """``ParseInterfaceAnnotation``'s result: the entries (None for JSON null) and its error."""
+
+    entries: tuple[Entry, ...] | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WiredJob:
+    """A replicatedJob Trainer runs training ranks in, why, and its pod-template annotations."""
+
+    name: str
+    reasons: tuple[str, ...]
+    annotations: dict[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """The runtime's wired jobs, the TrainJob's after Trainer's merge, or the merge's error."""
+
+    runtime: tuple[WiredJob, ...]
+    effective: tuple[WiredJob, ...]
+    jobs: tuple[str, ...]
+    unwired: tuple[str, ...]
+    error: str | None
+
+
+def oracle_path() -> str:
+    """The oracle binary, or a test failure saying how to build it (never a skip)."""
+    path = os.environ.get("NICGUARD_ORACLE", "")
+    if not path:
+        pytest.fail(f"NICGUARD_ORACLE is not set: {MAKE_ORACLE}", pytrace=False)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.fail(f"NICGUARD_ORACLE={path} is not an executable: {MAKE_ORACLE}", pytrace=False)
+    return path
+
+
+class Oracle:
+    """One long-lived oracle process; requests are answered in order."""
+
+    def __init__(self, path: str) -> None:
+        self._process = subprocess.Popen(
+            [path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8"
+        )
+        self._next = 0
+
+    def _ask(self, request: dict[str, object]) -> dict[str, object]:
+        self._next += 1
+        stdin, stdout = self._pipes()
+        stdin.write(json.dumps({"id": self._next, **request}) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        if not line:
+            pytest.fail(f"the oracle exited ({self._process.poll()}) on {request}")
+        answer = json.loads(line)
+        assert isinstance(answer, dict)
+        assert answer.get("id") == self._next, answer
+        return answer
+
+    def _pipes(self) -> tuple[IO[str], IO[str]]:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        return self._process.stdin, self._process.stdout
+
+    def versions(self) -> dict[str, str]:
+        modules = self._ask({"op": "versions"})["modules"]
+        assert isinstance(modules, dict)
+        return {str(k): str(v) for k, v in modules.items()}
+
+    def parse(self, annotation: str) -> Parsed:
+        answer = self._ask({"op": "parse", "annotation": annotation})
+        raw = answer.get("entries")
+        entries = None if raw is None else tuple(_entry(item) for item in _list(raw))
+        error = answer.get("error")
+        return Parsed(entries, None if error is None else str(error))
+
+    def effective(self, runtime: object, trainjob: object, trainer: str) -> Effective:
+        """``trainer`` is ``v2.3`` (runtimePatches) or ``v2.1`` (podTemplateOverrides)."""
+        answer = self._ask(
+            {"op": "effective", "trainer": trainer, "runtime": runtime, "trainjob": trainjob}
+        )
+        error = answer.get("error")
+        return Effective(
+            runtime=_jobs(answer.get("runtime")),
+            effective=_jobs(answer.get("effective")),
+            jobs=tuple(str(name) for name in _list(answer.get("jobs"))),
+            unwired=tuple(str(name) for name in _list(answer.get("unwired"))),
+            error=None if error is None else str(error),
+        )
+
+    def close(self) -> None:
+        stdin, _ = self._pipes()
+        stdin.close()
+        self._process.wait(timeout=10)
+        assert self._process.stdout is not None
+        self._process.stdout.close()
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _entry(item: object) -> Entry:
+    assert isinstance(item, dict)
+    name, network, interface = item["interfaceName"], item["network"], item["interface"]
+    assert isinstance(name, str)
+    assert network is None or isinstance(network, str)
+    assert interface is None or isinstance(interface, str)
+    return (name, network, interface)
+
+
+def _jobs(value: object) -> tuple[WiredJob, ...]:
+    found = []
+    for item in _list(value):
+        assert isinstance(item, dict)
+        annotations = item.get("annotations")
+        assert annotations is None or isinstance(annotations, dict)
+        found.append(
+            WiredJob(
+                name=str(item["name"]),
+                reasons=tuple(str(r) for r in _list(item.get("reasons"))),
+                annotations=None
+                if annotations is None
+                else {str(k): str(v) for k, v in annotations.items()},
+            )
+        )
+    return tuple(found)
