@@ -9,8 +9,8 @@ three configurations, switched in turn, several rounds each, in the same run:
   ``networking.gke.io/interfaces`` must equal the recipe string held in a param ConfigMap (same
   resources, operations, namespaceSelector and matchConditions as nicguard's webhook);
 - ``echo``: a webhook configuration like nicguard's (same rules, selectors, matchConditions)
-  pointing at the bare FastAPI echo of ``make bench`` (``bench/echo_app.py``, same TLS set-up):
-  what any Python/uvicorn webhook costs;
+  pointing at the bare FastAPI echo of ``make bench`` (``bench/echo_app.py``, same TLS set-up, on
+  nicguard's serving stack, httptools and uvloop): what any Python/uvicorn webhook costs;
 - ``go-echo``: the same pointing at a bare Go echo (``bench/goecho``, built with ``go build``;
   left out when ``go`` is not installed): what any out-of-process webhook costs;
 - ``nicguard``: the shipped ValidatingWebhookConfiguration pointing at nicguard.

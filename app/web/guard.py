@@ -111,8 +111,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._since = self.loop.time()
         self._arm()
         if self.listener.tls is None:
-            self._handed = True
-            super().connection_made(transport)
+            self._hand(transport)
             return
         transport.pause_reading()  # asyncio reads nothing until the TLS protocol takes over
         self._early, self._hello = [], []
@@ -153,11 +152,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._forget()
             return
         self._carrier, early, self._early = secured, self._early or [], None
-        self._handed = True
-        super().connection_made(secured)
+        self._hand(secured)
         self.app = with_tls_extension(self.app, secured)  # the client certificate, per request
         for data in early:
             self.data_received(data)
+
+    def _hand(self, transport: asyncio.Transport) -> None:
+        """To uvicorn, which answers on it through ``_OneWrite``."""
+        self._handed = True
+        super().connection_made(transport)
+        self.transport = cast("asyncio.Transport", _OneWrite(transport))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._handed:
@@ -246,6 +250,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._answering()
 
     def on_response_complete(self) -> None:
+        cast("_OneWrite", self.transport).flush()  # a head without a body (HEAD, 204)
         queued = bool(self.pipeline)
         super().on_response_complete()
         if self._phase is not _Phase.ANSWERING or self.transport.is_closing():
@@ -291,6 +296,38 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
         )
         self.transport.close()
+
+
+class _OneWrite:
+    """The transport uvicorn answers on, but a response's head waits for its first body bytes:
+    uvicorn writes them separately, and each write costs a TLS record and a loopback or network
+    send of its own. Anything else (a 100 Continue above all) is written at once."""
+
+    __slots__ = ("_head", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._head = b""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._head:
+            data, self._head = self._head + data, b""
+        elif data[:9] == b"HTTP/1.1 " and data[:13] != b"HTTP/1.1 100 ":
+            self._head = bytes(data)
+            return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        if self._head:
+            head, self._head = self._head, b""
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def _handover(transport: asyncio.Transport, plain: asyncio.BaseProtocol, data: bytes) -> None:
