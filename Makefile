@@ -15,7 +15,7 @@ PYTHON313 ?= $(shell p="$$(pyenv prefix 3.13 2>/dev/null | head -n 1)"; \
 .DEFAULT_GOAL := dev
 
 # `make`: the venv and the tools the fast tier needs; then a bare `pytest` runs it (not e2e, slow).
-dev: $(STAMP) promtool helm
+dev: $(STAMP) promtool helm oracle
 	@echo "nicguard: ready. pytest (fast tier), make run, make test; CONTRIBUTING.md has the rest"
 
 # Serve the webhook on the example cluster state (file mode) with self-signed certs in certs/.

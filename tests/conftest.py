@@ -17,6 +17,7 @@ TESTS: Final = Path(__file__).resolve().parent
 # Where each tool is needed: a folder or a module under tests/, and its marker.
 _NEEDS: Final = (
     ("chart", "needs_helm"),
+    ("differential", "needs_oracle"),
     ("e2e/test_helm.py", "needs_helm"),
     ("monitoring/test_rules.py", "needs_promtool"),
     ("test_image_replay.py", "needs_root"),
