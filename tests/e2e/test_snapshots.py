@@ -251,18 +251,30 @@ def test_a_label_never_unbinds_the_runtime_the_settings_bind_by_name(stack: Stac
     assert "binds it" not in run.stderr
 
 
-def test_a_denial_naming_6000_missing_networks_stays_bounded(stack: Stack, namespace: str) -> None:
-    """One kubectl apply, one bounded answer and one decision line under 16 KiB."""
+@pytest.mark.parametrize(
+    ("network", "code", "counted"),
+    [
+        pytest.param("absent-{i}", "NetworkNotFound", "and 5988 more", id="missing"),
+        pytest.param(
+            "gpu-nic-0", "NetworkDuplicated", "more (see details.causes)", id="duplicated"
+        ),
+    ],
+)
+def test_a_denial_naming_6000_networks_stays_bounded(
+    stack: Stack, namespace: str, network: str, code: str, counted: str
+) -> None:
+    """One write, one bounded answer and one decision line under 16 KiB."""
     (shipped,) = load("cluster/torch-distributed-tcpxo.yaml")
     name = unique("many-nics")
     shipped["kind"] = "TrainingRuntime"
     shipped["metadata"] = {"name": name, "namespace": namespace}
-    pairs = [(f"eth{i}", f"absent-{i}") for i in range(1, 6001)]
+    pairs = [(f"eth{i}", network.format(i=i)) for i in range(1, 6001)]
     node_annotations(shipped)[INTERFACES] = interfaces(pairs)
     # create, not apply: a last-applied-configuration annotation this large would be refused.
     run = stack.plane.kubectl("alice", "create", "-f", "-", input=as_list([shipped]))
-    message = expect.denied(run, f"TrainingRuntime/{namespace}/{name}", "NetworkNotFound")
+    message = expect.denied(run, f"TrainingRuntime/{namespace}/{name}", code)
     assert len(message.encode()) <= 1024 + 64  # the message, plus kubectl's line end
-    assert "and 5988 more" in message
+    assert counted in message
     (line,) = [d for d in stack.nicguard.decisions() if d["resource_name"] == name]
     assert len(json.dumps(line).encode()) <= 16 * 1024
+    assert line["violation_codes"] == [code]
