@@ -237,3 +237,44 @@ def test_an_owner_added_to_the_recipe_is_refused(stack: Stack) -> None:
         "RecipeInvalid",
         "must not get an owner (Namespace kubeflow)",
     )
+
+
+def test_a_label_never_unbinds_the_runtime_the_settings_bind_by_name(stack: Stack) -> None:
+    """``torch-distributed-tcpxo`` relabelled ``nicguard.dev/profile: ""`` with eth3/eth4
+    swapped: still recipe-bound, denied, the label named as ignored."""
+    (shipped,) = load("cluster/torch-distributed-tcpxo.yaml")
+    node_annotations(shipped)[INTERFACES] = interfaces(with_pairs(RECIPE_PAIRS, (2, 3)))
+    shipped["metadata"].setdefault("labels", {})["nicguard.dev/profile"] = ""
+    run = stack.apply(shipped, who="admin", dry_run=True)
+    expect.denied(run, f"ClusterTrainingRuntime/{TCPXO}", "MappingDivergesFromRecipe")
+    assert 'Warning: label nicguard.dev/profile: "" ignored: ClusterTrainingRuntime' in run.stderr
+    assert "binds it" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("network", "code", "counted"),
+    [
+        pytest.param("absent-{i}", "NetworkNotFound", "and 5988 more", id="missing"),
+        pytest.param(
+            "gpu-nic-0", "NetworkDuplicated", "more (see details.causes)", id="duplicated"
+        ),
+    ],
+)
+def test_a_denial_naming_6000_networks_stays_bounded(
+    stack: Stack, namespace: str, network: str, code: str, counted: str
+) -> None:
+    """One write, one bounded answer and one decision line under 16 KiB."""
+    (shipped,) = load("cluster/torch-distributed-tcpxo.yaml")
+    name = unique("many-nics")
+    shipped["kind"] = "TrainingRuntime"
+    shipped["metadata"] = {"name": name, "namespace": namespace}
+    pairs = [(f"eth{i}", network.format(i=i)) for i in range(1, 6001)]
+    node_annotations(shipped)[INTERFACES] = interfaces(pairs)
+    # create, not apply: a last-applied-configuration annotation this large would be refused.
+    run = stack.plane.kubectl("alice", "create", "-f", "-", input=as_list([shipped]))
+    message = expect.denied(run, f"TrainingRuntime/{namespace}/{name}", code)
+    assert len(message.encode()) <= 1024 + 64  # the message, plus kubectl's line end
+    assert counted in message
+    (line,) = [d for d in stack.nicguard.decisions() if d["resource_name"] == name]
+    assert len(json.dumps(line).encode()) <= 16 * 1024
+    assert line["violation_codes"] == [code]
