@@ -37,6 +37,8 @@ class ReportWriter:
                 api.version,
                 api.plural("x"),
                 label_selector=_SELECTOR,
+                # By name too: RBAC then narrows the list to resourceNames [nicguard] (rbac.yaml).
+                field_selector=f"metadata.name={REPORT_NAME}",
                 _preload_content=False,
                 _request_timeout=TIMEOUT,
             )

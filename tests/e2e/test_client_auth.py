@@ -166,8 +166,12 @@ def test_the_apiserver_authenticates_with_its_client_certificate(mutual: Mutual)
         mutual.stack.apply(runtime(name, recipe_bound=True)),
         f"clustertrainingruntime.trainer.kubeflow.org/{name} created",
     )
-    judged = [d["allowed"] for d in mutual.nicguard.decisions() if d["resource_name"] == name]
-    assert judged == [False, True]
+    lines = [d for d in mutual.nicguard.decisions() if d["resource_name"] == name]
+    assert [d["allowed"] for d in lines] == [False, True]
+    # Each line names its sender: the apiserver's loopback address and its client certificate.
+    for line in lines:
+        assert line["source_address"].startswith("127.0.0.1:"), line
+        assert line["client_subject"] == "CN=kube-apiserver", line
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ def patch(stack: Stack, who: str, operations: list[dict[str, Any]], *, dry_run: 
 
 def refused(run: Run) -> None:
     assert run.returncode == 1, expect.shown(run)
-    assert REFUSED in run.stderr, expect.shown(run)
+    assert f"is forbidden: {REFUSED}" in run.stderr, expect.shown(run)
 
 
 def configuration(stack: Stack) -> dict[str, Any]:
