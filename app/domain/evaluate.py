@@ -46,7 +46,7 @@ from app.domain.template import (
     wired_templates,
 )
 from app.domain.verdict import Code, Verdict, VerdictBuilder, shown
-from app.domain.wiring import Wiring, template_wiring, trainjob_wiring
+from app.domain.wiring import Wiring, patched_ancestors, template_wiring, trainjob_wiring
 
 _RUNTIME_REF = "spec.runtimeRef"
 # What a TrainJob inherits unchanged is blamed on its runtime, except what is about the cluster
@@ -291,7 +291,7 @@ def _evaluate_trainjob(
                 f"runtime {shown(ref.describe())}: {t.reason}", FieldPath(_RUNTIME_REF), t.job
             ),
         )
-        for t in wired_templates(runtime)
+        for t in wired_templates(runtime, ancestors=patched_ancestors(obj))
     )
     # Directives of Trainer's merge that can reach a wired template: refused, whatever binds it
     # (its effect on the wiring is not computed, so nothing judged below is what would run).

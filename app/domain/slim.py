@@ -1,5 +1,5 @@
-"""The slim copy of a runtime that caches keep: identity, binding labels and the wired jobs' wiring
-annotations, in a few slots and tuples, read as the JSON object they stand for.
+"""The slim copy of a runtime that caches keep: identity, binding labels and each job's name and
+wiring annotations, in a few slots and tuples, read as the JSON object they stand for.
 """
 
 from __future__ import annotations
@@ -113,11 +113,13 @@ class SlimRuntime(Mapping[str, object]):
 
 
 def slim_runtime(runtime: JsonMap) -> JsonMap:
-    """The runtime with identity, the binding labels and its wired jobs' wiring annotations.
+    """The runtime with identity, the binding labels and each job's wiring annotations.
 
-    The rules see the same thing as in the whole object (``wired_templates``, the labels, names):
-    other jobs before the last wired one stay as non-map placeholders so positions are unchanged,
-    nothing after it is kept, and the launcher-as-node flag is kept when it is set.
+    The rules see the same thing as in the whole object (``wired_templates``, with or without
+    the ancestors a TrainJob's patches add; the labels, names): jobs are kept with their name,
+    position, wiring annotations and Trainer's ancestor label; entries without a string name
+    that are not wired become non-map placeholders so positions are unchanged; the
+    launcher-as-node flag is kept when it is set.
     """
     if isinstance(runtime, SlimRuntime):
         return runtime  # caches may slim what a trimming source already slimmed
@@ -136,13 +138,24 @@ def slim_runtime(runtime: JsonMap) -> JsonMap:
         namespace=_shared(metadata.get("namespace", _ABSENT)),
         resource_version=metadata.get("resourceVersion", _ABSENT),
         labels=bound or None,
-        jobs=None
-        if jobs is None
-        else _canonical(
-            tuple(_wired_job(jobs, name, position) for name, position in wired_positions(runtime))
-        ),
+        jobs=None if jobs is None else _canonical(_kept_jobs(runtime, jobs)),
         launcher=runs_launcher_as_node(runtime),
     )
+
+
+def _kept_jobs(runtime: JsonMap, jobs: Sequence[object]) -> tuple[_Job, ...]:
+    # The wired jobs, and every other named one: a TrainJob's patch may label any job as the
+    # trainer ancestor, and Trainer then runs the trainer there with that job's annotations.
+    wired = wired_positions(runtime)
+    taken = {position for _, position in wired}
+    named = (
+        (name, position)
+        for position, item in enumerate(jobs)
+        if position not in taken
+        for name in (value_at(item, "name"),)
+        if isinstance(name, str)
+    )
+    return tuple(_wired_job(jobs, name, position) for name, position in (*wired, *named))
 
 
 def _wired_job(jobs: Sequence[object], name: str, position: int | None) -> _Job:

@@ -8,7 +8,7 @@ only what these read (``app.domain.slim``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -57,13 +57,16 @@ def wired_jobs(runtime: object) -> tuple[str, ...]:
     return tuple(name for name, _ in _wired_entries(runtime))
 
 
-def wired_templates(runtime: object) -> tuple[PodTemplate | PodTemplateMissing, ...]:
+def wired_templates(
+    runtime: object, *, ancestors: Collection[str] = ()
+) -> tuple[PodTemplate | PodTemplateMissing, ...]:
     """The pod template (or why it is missing) of every wired job: node, launcher when it runs
-    ranks, then each other job labelled as the trainer ancestor, in list order."""
+    ranks, then each other job labelled as the trainer ancestor, in list order. ``ancestors``
+    names jobs a TrainJob's patches label so: Trainer reads the label after merging them."""
     jobs = _replicated_jobs(runtime)
     return tuple(
         _missing(name) if position is None else _template(name, position, jobs[position])
-        for name, position in _wired_entries(runtime)
+        for name, position in _wired_entries(runtime, ancestors)
     )
 
 
@@ -97,7 +100,9 @@ def wired_positions(runtime: object) -> tuple[tuple[str, int | None], ...]:
     return _wired_entries(runtime)
 
 
-def _wired_entries(runtime: object) -> tuple[tuple[str, int | None], ...]:
+def _wired_entries(
+    runtime: object, ancestors: Collection[str] = ()
+) -> tuple[tuple[str, int | None], ...]:
     # Trainer runs the trainer in every job labelled as its ancestor, whatever its name: a
     # labelled job is wired even when an earlier job has its name. Unnamed ones go by position.
     jobs = _replicated_jobs(runtime)
@@ -107,8 +112,9 @@ def _wired_entries(runtime: object) -> tuple[tuple[str, int | None], ...]:
     labelled = [
         (name if isinstance(name, str) else f"replicatedJobs[{position}]", position)
         for position, item in enumerate(jobs)
-        if position not in taken and is_trainer_ancestor(item)
         for name in (value_at(item, "name"),)
+        if position not in taken
+        and (is_trainer_ancestor(item) or (isinstance(name, str) and name in ancestors))
     ]
     if labelled and entries[0][1] is None:
         del entries[0]  # no node job: the labelled ones run the trainer

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from app.domain.annotation import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION, WIRING_KEYS
 from app.domain.fields import FieldPath, JsonMap, as_list, as_map, map_at, value_at
-from app.domain.template import NODE_JOB, PodTemplate
+from app.domain.template import ANCESTOR_LABEL, NODE_JOB, TRAINER_ANCESTOR, PodTemplate
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,3 +145,18 @@ def _job_patches(trainjob: object, job_name: str) -> Iterator[tuple[FieldPath, J
 def _named(job: object, name: str) -> bool:
     mapping = as_map(job)
     return mapping is not None and mapping.get("name") == name
+
+
+def patched_ancestors(trainjob: object) -> frozenset[str]:
+    """The jobs a TrainJob's ``runtimePatches`` label as the trainer ancestor, the last value
+    of each job winning: Trainer reads the label after merging the patches, so a patch can make
+    any job of the runtime run the trainer."""
+    labelled: dict[str, bool] = {}
+    for patch in as_list(value_at(trainjob, "spec", "runtimePatches")) or ():
+        jobs = as_list(value_at(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs"))
+        for job in jobs or ():
+            name = value_at(job, "name")
+            value = value_at(job, "template", "metadata", "labels", ANCESTOR_LABEL)
+            if isinstance(name, str) and isinstance(value, str):
+                labelled[name] = value == TRAINER_ANCESTOR
+    return frozenset(name for name, on in labelled.items() if on)

@@ -191,3 +191,59 @@ def test_a_trainjob_patch_of_the_labelled_job_counts() -> None:
     assert codes(verdict) == ("MappingDivergesFromRecipe",)
     assert verdict.violations[0].field.startswith("spec.runtimePatches[0]")
     assert verdict.violations[0].message.startswith("worker job: ")
+
+
+def _labelling(*patches: tuple[str, object]) -> dict[str, object]:
+    """A TrainJob whose runtime patches each set the ancestor label of one job to a value."""
+    job_obj = trainjob()
+    job_obj["spec"]["runtimePatches"] = [  # type: ignore[index]
+        {
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": name,
+                                "template": {"metadata": {"labels": {ANCESTOR_LABEL: v}}},
+                            }
+                        ]
+                    }
+                }
+            }
+        }
+        for name, v in patches
+    ]
+    return job_obj
+
+
+WORKER_RUNTIME = runtime(jobs=[job("node", wired(), labels=None), job("worker", None, labels=None)])
+
+
+@pytest.mark.parametrize(
+    ("patches", "expected"),
+    [
+        pytest.param([("worker", "trainer")], ("InterfacesAnnotationMissing",), id="labelled"),
+        pytest.param(
+            [("worker", "trainer"), ("worker", "dataset-initializer")], (), id="last-value-wins"
+        ),
+        pytest.param(
+            [("worker", "dataset-initializer"), ("worker", None), ("worker", "trainer")],
+            ("InterfacesAnnotationMissing",),
+            id="null-changes-nothing",
+        ),
+        pytest.param([("absent", "trainer")], (), id="a-job-the-runtime-lacks"),
+        pytest.param([("worker", 1)], (), id="not-a-string"),
+    ],
+)
+def test_a_job_a_trainjob_patch_labels_as_the_trainer_is_wired(
+    patches: list[tuple[str, object]], expected: tuple[str, ...]
+) -> None:
+    """Trainer reads the ancestor label after merging the patches (newRuntimeInfo)."""
+    job_obj = _labelling(*patches)
+    for runtime_obj in (WORKER_RUNTIME, slim_runtime(WORKER_RUNTIME)):
+        verdict = evaluate(review(job_obj), snapshot(runtime_obj), Policy())
+        assert codes(verdict) == expected
+        for violation in verdict.violations:
+            assert violation.message.startswith("worker job: recipe-bound, but the worker pod")
+            assert violation.field == "spec.runtimeRef"
+    assert codes(evaluate(review(WORKER_RUNTIME), snapshot(), Policy())) == ()

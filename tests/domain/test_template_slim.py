@@ -37,14 +37,23 @@ def _jobs(obj: JsonMap) -> object:
     [
         pytest.param([node_job(WIRED)], [NODE_ONLY_WIRING], id="node-job-only"),
         pytest.param(
-            [{"name": "launcher", "template": {"x": 1}}, "not-a-map", node_job(WIRED)],
-            [None, None, NODE_ONLY_WIRING],
-            id="earlier-jobs-become-placeholders",
+            [{"name": "launcher", "template": {"x": 1}}, "not-a-map", {"name": 3}, node_job(WIRED)],
+            [{"name": "launcher"}, None, None, NODE_ONLY_WIRING],
+            id="other-jobs-by-name-unnamed-ones-become-placeholders",
         ),
         pytest.param(
-            [node_job(WIRED), node_job({INTERFACES: "second"}), {"name": "tail"}],
-            [NODE_ONLY_WIRING],
-            id="only-the-first-node-job",
+            [node_job(WIRED), node_job({INTERFACES: "second", "x": "y"}), {"name": "tail"}],
+            [
+                NODE_ONLY_WIRING,
+                {
+                    "name": "node",
+                    "template": {
+                        "spec": {"template": {"metadata": {"annotations": {INTERFACES: "second"}}}}
+                    },
+                },
+                {"name": "tail"},
+            ],
+            id="every-named-job-with-its-wiring-only",
         ),
         pytest.param([{"name": "node"}], [{"name": "node"}], id="node-job-without-template"),
         pytest.param(
@@ -62,11 +71,11 @@ def _jobs(obj: JsonMap) -> object:
             ],
             id="no-annotations",
         ),
-        pytest.param([{"name": "launcher"}], [], id="no-node-job"),
+        pytest.param([{"name": "launcher"}], [{"name": "launcher"}], id="no-node-job"),
         pytest.param([], [], id="no-jobs"),
     ],
 )
-def test_only_the_first_node_jobs_wiring_is_kept(jobs: list[object], expected: object) -> None:
+def test_each_named_jobs_wiring_is_kept(jobs: list[object], expected: object) -> None:
     slim = slim_runtime(runtime(jobs=jobs))
     assert _jobs(slim) == expected
     assert slim_runtime(slim) == slim  # caches may slim what a trimming source already slimmed
