@@ -13,7 +13,8 @@ v0.34.1 that v2.1.0 pins as in v0.36.2). The property, for each case:
 
 - nicguard denies the TrainJob, or
 - Trainer cannot build it (the merge fails: nothing runs), or
-- the wiring nicguard judged (``wired_templates`` + ``trainjob_wiring``) equals the oracle's for
+- the wiring nicguard judged (``wired_templates`` with the jobs the patches label, and
+  ``trainjob_wiring``) equals the oracle's for
   every job Trainer wires (nicguard may judge more: a job whose ancestor label a patch's labels
   directive removes is still judged, which is stricter), and nicguard allows a runtime whose
   wired templates carry exactly the oracle's effective annotations and labels. Allowing what the
@@ -51,7 +52,7 @@ from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.template import PodTemplate, wired_jobs, wired_templates
 from app.domain.verdict import Code, Verdict
-from app.domain.wiring import template_wiring, trainjob_wiring
+from app.domain.wiring import patched_ancestors, template_wiring, trainjob_wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, snapshot
 from tests.differential.corpus import ANCESTOR, pruned, runtimes, trainjobs
 from tests.differential.oracle import Effective, Oracle, WiredJob
@@ -95,7 +96,7 @@ def _judged_trainjob_wiring(view: ClusterView, trainjob: Mapping[str, object], n
     assert isinstance(runtime, Mapping)
     return {
         t.job: trainjob_wiring(trainjob, t, t.job).fingerprint()
-        for t in wired_templates(runtime)
+        for t in wired_templates(runtime, ancestors=patched_ancestors(trainjob))
         if isinstance(t, PodTemplate)
     }
 
