@@ -17,7 +17,7 @@ from app.domain.cluster import (
 )
 from app.domain.evaluate import Operation, Review, evaluate
 from app.domain.fields import JsonMap, map_at, str_at
-from app.domain.kinds import Guarded, Kind, trainer_kind
+from app.domain.kinds import Kind, Protected, trainer_kind
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
 from app.files.state import SourcedObject, load_objects, state_snapshot
@@ -95,7 +95,7 @@ def _evaluate_copy(
     configmap = {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": namespace}}
     review = Review(
         operation=Operation.CREATE,
-        kind=Guarded.RUNTIME_SNAPSHOT,
+        kind=Protected.RUNTIME_SNAPSHOT,
         namespace=namespace,
         obj=configmap,
         snapshot=read_snapshot(configmap, owner, load_yaml),

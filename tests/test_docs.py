@@ -49,7 +49,7 @@ from app.domain.cluster import (
     snapshot_of,
 )
 from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.kinds import Guarded, trainer_kind
+from app.domain.kinds import Protected, trainer_kind
 from app.domain.verdict import Code, Verdict
 from app.files.state import iter_objects
 from app.web.request import request_from_body
@@ -277,7 +277,7 @@ def live_review(example: Example) -> tuple[Review, str]:
     if example.live_view == "request":
         review = Review(
             operation=Operation(body["operation"]),
-            kind=Guarded(body["kind"]),
+            kind=Protected(body["kind"]),
             namespace=body.get("namespace", ""),
             name=body["name"],
         )

@@ -22,7 +22,7 @@ from app.domain.drift import EVERYTHING, DriftBook, Result
 from app.domain.fields import str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.policy import Policy
-from app.domain.reports import Audited, ReportApi, report, report_namespace
+from app.domain.policy_reports import Audited, ReportApi, report, report_namespace
 from app.files.state import state_snapshot
 
 OUTPUTS: Final = ("text", "json", "reports")

@@ -17,11 +17,18 @@ from typing import Final
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, RuntimeKey, Unverifiable, runtime_key
 from app.domain.fields import FieldPath, JsonMap, map_at
-from app.domain.kinds import Guarded, Kind, runtime_ref_of
+from app.domain.kinds import Kind, Protected, runtime_ref_of
 from app.domain.policy import RECIPE_BOUND_LABEL, Enforcement, Policy, Protect
 from app.domain.profiles import Binding, binding_of
 from app.domain.recipe import Recipe
 from app.domain.rules import cannot_decide
+from app.domain.rules.binding import (
+    Expected,
+    expected_mapping,
+    recipe_divergence,
+    recipe_expected,
+    unwired,
+)
 from app.domain.rules.directives import directive_violation, patch_directives
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
 from app.domain.rules.protect import (
@@ -29,13 +36,6 @@ from app.domain.rules.protect import (
     param_set_deletion,
     recipe_deletion,
     recipe_write,
-)
-from app.domain.rules.recipe import (
-    Expected,
-    expected_mapping,
-    recipe_divergence,
-    recipe_expected,
-    unwired,
 )
 from app.domain.rules.structure import structure_of
 from app.domain.runtime_snapshot import FIELD as SNAPSHOT_FIELD, RuntimeSnapshot
@@ -86,7 +86,7 @@ class Review:
     """
 
     operation: Operation
-    kind: Kind | Guarded | None
+    kind: Kind | Protected | None
     namespace: str = ""
     obj: JsonMap | None = None
     old_obj: JsonMap | None = None
@@ -109,18 +109,18 @@ EXEMPT_USERS: Final = frozenset(
         "system:kube-controller-manager",
     }
 )
-_GUARDED_OPERATIONS: Final = {
-    Guarded.NETWORK: frozenset({Operation.DELETE}),
-    Guarded.PARAM_SET: frozenset({Operation.DELETE}),
-    Guarded.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
-    Guarded.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
+_PROTECTED_OPERATIONS: Final = {
+    Protected.NETWORK: frozenset({Operation.DELETE}),
+    Protected.PARAM_SET: frozenset({Operation.DELETE}),
+    Protected.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
+    Protected.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
 }
 
 
 def skip_reason(review: Review) -> str | None:
     """Why a request is allowed without evaluation, or None when it must be judged."""
-    if isinstance(review.kind, Guarded):
-        return _guarded_skip_reason(review.kind, review)
+    if isinstance(review.kind, Protected):
+        return _protected_skip_reason(review.kind, review)
     if review.operation not in (Operation.CREATE, Operation.UPDATE):
         return f"{review.operation} is not checked"
     if review.subresource:
@@ -147,8 +147,8 @@ def _beyond_metadata(obj: JsonMap) -> dict[str, object]:
     return {key: value for key, value in obj.items() if key != "metadata"}
 
 
-def _guarded_skip_reason(kind: Guarded, review: Review) -> str | None:
-    if review.operation not in _GUARDED_OPERATIONS[kind]:
+def _protected_skip_reason(kind: Protected, review: Review) -> str | None:
+    if review.operation not in _PROTECTED_OPERATIONS[kind]:
         return f"{review.operation} of a {kind.value} is not checked"
     if review.subresource:
         return f"subresource {review.subresource} is not checked"
@@ -183,10 +183,10 @@ def evaluate(review: Review, view: ClusterView, policy: Policy) -> Verdict:
 
 
 def _judge(review: Review, view: ClusterView, policy: Policy) -> Verdict:
-    if review.kind is Guarded.RUNTIME_SNAPSHOT:
+    if review.kind is Protected.RUNTIME_SNAPSHOT:
         return _evaluate_snapshot(review, view, policy)
-    if isinstance(review.kind, Guarded):
-        return _evaluate_guarded(review.kind, review, view, policy)
+    if isinstance(review.kind, Protected):
+        return _judge_protected(review.kind, review, view, policy)
     if skip_reason(review) is not None or review.kind is None or review.obj is None:
         return Verdict()
     current = evaluate_object(review.kind, review.obj, review.namespace, view, policy)
@@ -199,14 +199,14 @@ def _judge(review: Review, view: ClusterView, policy: Policy) -> Verdict:
     return _grandfather(verdict, previous.verdict)
 
 
-def _evaluate_guarded(kind: Guarded, review: Review, view: ClusterView, policy: Policy) -> Verdict:
+def _judge_protected(kind: Protected, review: Review, view: ClusterView, policy: Policy) -> Verdict:
     """What the wiring depends on (docs/rules.md: NetworkInUse, ParamSetInUse, RecipeInUse)."""
     if policy.protect is Protect.OFF or skip_reason(review) is not None:
         return Verdict()
     out = VerdictBuilder()
-    if kind is Guarded.NETWORK:
+    if kind is Protected.NETWORK:
         network_deletion(review.name, view, policy, out)
-    elif kind is Guarded.PARAM_SET:
+    elif kind is Protected.PARAM_SET:
         param_set_deletion(review.name, view, policy, out)
     elif review.operation is Operation.DELETE:
         recipe_deletion(view, policy, out)

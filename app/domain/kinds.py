@@ -44,8 +44,8 @@ def trainer_kind(obj: object) -> Kind | None:
     return kind_of(group, str_at(obj, "kind") or "")
 
 
-class Guarded(StrEnum):
-    """What the wiring depends on, guarded against writes that would break it, and the runtime
+class Protected(StrEnum):
+    """What the wiring depends on, protected against writes that would break it, and the runtime
     snapshots Trainer builds a TrainJob's pods from (docs/rules.md)."""
 
     NETWORK = "Network"

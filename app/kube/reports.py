@@ -10,7 +10,7 @@ from typing import Final
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.domain.fields import JsonMap, as_list, str_at
-from app.domain.reports import MANAGED_BY, REPORT_NAME, ReportApi
+from app.domain.policy_reports import MANAGED_BY, REPORT_NAME, ReportApi
 from app.kube.discovery import served_report_api
 from app.kube.errors import NOT_FOUND, TIMEOUT, read_json, status_of
 

@@ -12,7 +12,7 @@ from app.documents import load_yaml
 from app.domain.cluster import ObjectName, recipe_of
 from app.domain.evaluate import Operation, Review
 from app.domain.fields import JsonMap, as_map, str_at
-from app.domain.kinds import Guarded, kind_of
+from app.domain.kinds import Protected, kind_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 
@@ -65,15 +65,15 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     namespace = _text(request.get("namespace"))
     name = _text(request.get("name")) or str_at(obj, "metadata", "name") or ""
     username = _text((as_map(request.get("userInfo")) or _EMPTY).get("username"))
-    judged = kind_of(group, kind) or _guarded(group, kind, ObjectName(namespace, name), recipe)
+    judged = kind_of(group, kind) or _protected(group, kind, ObjectName(namespace, name), recipe)
     written = old_recipe = snapshot = old_snapshot = None
-    if judged is Guarded.RECIPE and recipe is not None:
+    if judged is Protected.RECIPE and recipe is not None:
         written = None if obj is None else recipe_of(obj, recipe, load_yaml)
         old_recipe = None if old_obj is None else recipe_of(old_obj, recipe, load_yaml)
-    elif group == "" and kind == Guarded.RECIPE and obj is not None:
+    elif group == "" and kind == Protected.RECIPE and obj is not None:
         owner = snapshot_owner(obj)
         if owner is not None:
-            judged = Guarded.RUNTIME_SNAPSHOT
+            judged = Protected.RUNTIME_SNAPSHOT
             snapshot = read_snapshot(obj, owner, load_yaml)
             old_owner = snapshot_owner(old_obj)
             if old_obj is not None and old_owner is not None:
@@ -102,12 +102,14 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     )
 
 
-def _guarded(group: str, kind: str, named: ObjectName, recipe: ObjectName | None) -> Guarded | None:
+def _protected(
+    group: str, kind: str, named: ObjectName, recipe: ObjectName | None
+) -> Protected | None:
     """Networks and GKENetworkParamSets, and the recipe ConfigMap (no other ConfigMap)."""
-    if group == NETWORK_GROUP and kind in (Guarded.NETWORK, Guarded.PARAM_SET):
-        return Guarded(kind)
-    if group == "" and kind == Guarded.RECIPE and named == recipe:
-        return Guarded.RECIPE
+    if group == NETWORK_GROUP and kind in (Protected.NETWORK, Protected.PARAM_SET):
+        return Protected(kind)
+    if group == "" and kind == Protected.RECIPE and named == recipe:
+        return Protected.RECIPE
     return None
 
 

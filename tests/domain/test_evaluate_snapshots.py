@@ -12,7 +12,7 @@ import yaml
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, Unverifiable, with_runtimes
 from app.domain.evaluate import Operation, Review, evaluate, skip_reason
-from app.domain.kinds import Guarded, Kind
+from app.domain.kinds import Kind, Protected
 from app.domain.policy import Enforcement, OnUnverifiable, Policy
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
@@ -74,7 +74,7 @@ def judged(
     old_owner = None if old is None else snapshot_owner(old)
     request = Review(
         operation=Operation.CREATE if old is None else Operation.UPDATE,
-        kind=Guarded.RUNTIME_SNAPSHOT,
+        kind=Protected.RUNTIME_SNAPSHOT,
         namespace="team",
         obj=configmap,
         old_obj=old,
@@ -265,7 +265,7 @@ def test_other_configmaps_are_not_snapshots(name: str, owners: object) -> None:
 
 
 def test_a_snapshot_write_without_its_copy_is_not_judged() -> None:
-    request = Review(operation=Operation.CREATE, kind=Guarded.RUNTIME_SNAPSHOT, obj={})
+    request = Review(operation=Operation.CREATE, kind=Protected.RUNTIME_SNAPSHOT, obj={})
     assert evaluate(request, snapshot(), Policy()).allowed
 
 
@@ -287,7 +287,7 @@ def test_exempt_controllers_are_never_blocked_on_snapshots() -> None:
     configmap = copy_of(bare(runtime(annotations=wired(SWAPPED))))
     request = Review(
         operation=Operation.UPDATE,
-        kind=Guarded.RUNTIME_SNAPSHOT,
+        kind=Protected.RUNTIME_SNAPSHOT,
         obj=configmap,
         username="system:serviceaccount:kube-system:generic-garbage-collector",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes.client import ApiException
 
-from app.domain.reports import ReportApi
+from app.domain.policy_reports import ReportApi
 from app.kube.discovery import served_report_api
 from tests.support.apiserver import client_of, routes, status
 from tests.support.cluster import CLUSTER, OPENREPORTS, WGPOLICYK8S

@@ -11,7 +11,7 @@ import pytest
 from app.domain.cluster import RuntimeKey
 from app.domain.drift import Result, Standing
 from app.domain.kinds import Kind
-from app.domain.reports import WIRING_DRIFT, WIRING_RESTORED
+from app.domain.policy_reports import WIRING_DRIFT, WIRING_RESTORED
 from app.domain.verdict import Code, Violation
 from app.kube.events import (
     ACTION,

@@ -8,12 +8,16 @@ from typing import Final
 import pytest
 from kubernetes.client import ApiException
 
-from app.domain.reports import ReportApi, report
+from app.domain.policy_reports import ReportApi, report
 from app.kube.reports import FIELD_MANAGER, ReportWriter
 from tests.support.apiserver import Reply, Request, client_of, listed, routes, status
 from tests.support.cluster import CLUSTER, OPENREPORTS, WGPOLICYK8S
 
-SELECTOR: Final = {"labelSelector": "app.kubernetes.io/managed-by=nicguard"}
+# By label and by name: RBAC narrows the list to resourceNames [nicguard].
+SELECTOR: Final = {
+    "labelSelector": "app.kubernetes.io/managed-by=nicguard",
+    "fieldSelector": "metadata.name=nicguard",
+}
 APPLY: Final = {"fieldManager": FIELD_MANAGER, "force": "true"}
 
 

@@ -19,7 +19,7 @@ from app.domain.kinds import Kind
 from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
-from app.domain.rules.recipe import recipe_candidate
+from app.domain.rules.binding import recipe_candidate
 from app.domain.template import PodTemplate, wired_templates
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import template_wiring

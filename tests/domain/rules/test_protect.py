@@ -14,7 +14,7 @@ import pytest
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, Unverifiable
 from app.domain.evaluate import EXEMPT_USERS, Operation, Review, evaluate
-from app.domain.kinds import Guarded, Kind
+from app.domain.kinds import Kind, Protected
 from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, recipe_from_configmap
 from app.domain.verdict import Verdict
@@ -39,7 +39,7 @@ TEAM = runtime("team-tr", kind=Kind.TRAINING_RUNTIME, annotations=wired())  # no
 SWAPPED = (PAIRS[1], PAIRS[0], *PAIRS[2:])
 
 
-def _delete(kind: Guarded, name: str, *, user: str = "alice") -> Review:
+def _delete(kind: Protected, name: str, *, user: str = "alice") -> Review:
     return Review(operation=Operation.DELETE, kind=kind, name=name, username=user)
 
 
@@ -49,7 +49,7 @@ def _write(data: dict[str, str], operation: Operation = Operation.UPDATE) -> Rev
     )
     return Review(
         operation=operation,
-        kind=Guarded.RECIPE,
+        kind=Protected.RECIPE,
         namespace="nicguard-system",
         name="nicguard-recipe",
         obj={"metadata": {"name": "nicguard-recipe"}, "data": data},
@@ -82,7 +82,7 @@ def _messages(verdict: Verdict) -> list[str]:
 def test_deleting_a_network_in_use_names_each_dependent_and_its_interface(
     view: ClusterSnapshot, dependents: list[str]
 ) -> None:
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), view, Policy())
     (violation,) = verdict.violations
     assert violation.code == "NetworkInUse"
     assert violation.message == (
@@ -94,14 +94,14 @@ def test_deleting_a_network_in_use_names_each_dependent_and_its_interface(
 
 def test_an_unused_network_deletes_fine() -> None:
     view = snapshot(TCPXO, networks=[*GPU_NICS, "spare"])
-    assert evaluate(_delete(Guarded.NETWORK, "spare"), view, Policy()) == Verdict()
+    assert evaluate(_delete(Protected.NETWORK, "spare"), view, Policy()) == Verdict()
 
 
 def test_more_than_ten_dependents_are_counted_and_causes_stay_ten() -> None:
     many = [
         runtime(f"tr-{i:02d}", kind=Kind.TRAINING_RUNTIME, annotations=wired()) for i in range(14)
     ]
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-0"), snapshot(*many), Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-0"), snapshot(*many), Policy())
     (violation,) = verdict.violations
     assert "TrainingRuntime team/tr-08 (eth1) and 5 more; deleting it" in violation.message
     assert len(violation.causes) == 10
@@ -110,7 +110,7 @@ def test_more_than_ten_dependents_are_counted_and_causes_stay_ten() -> None:
 def test_a_launcher_wired_as_a_node_is_a_dependent_too() -> None:
     mpi = mpi_runtime("mpi", launcher=wired([("eth1", "only-launcher")]), node=wired())
     view = snapshot(mpi, no_recipe=True, networks=[*GPU_NICS, "only-launcher"])
-    verdict = evaluate(_delete(Guarded.NETWORK, "only-launcher"), view, Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "only-launcher"), view, Policy())
     assert [m for _, m in verdict.violations[0].causes] == ["ClusterTrainingRuntime mpi (eth1)"]
 
 
@@ -122,7 +122,7 @@ def test_a_launcher_wired_as_a_node_is_a_dependent_too() -> None:
     ],
 )
 def test_an_unsynced_cache_is_cluster_state_unavailable(view: ClusterSnapshot) -> None:
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), view, Policy())
     assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
     assert verdict.undecided
 
@@ -134,7 +134,7 @@ def test_an_unsynced_cache_is_cluster_state_unavailable(view: ClusterSnapshot) -
 def test_protect_decides_between_deny_warn_and_off(
     protect: Protect, allowed: bool, warned: bool
 ) -> None:
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), snapshot(), Policy(protect=protect))
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), snapshot(), Policy(protect=protect))
     assert verdict.allowed is allowed
     assert bool(verdict.warnings) is warned
     if warned:
@@ -143,17 +143,20 @@ def test_protect_decides_between_deny_warn_and_off(
 
 @pytest.mark.parametrize("user", sorted(EXEMPT_USERS))
 def test_the_namespace_controller_and_garbage_collector_are_never_blocked(user: str) -> None:
-    assert evaluate(_delete(Guarded.NETWORK, "gpu-nic-3", user=user), snapshot(), Policy()).allowed
+    assert evaluate(
+        _delete(Protected.NETWORK, "gpu-nic-3", user=user), snapshot(), Policy()
+    ).allowed
 
 
 @pytest.mark.parametrize(
     "request_",
     [
         pytest.param(
-            Review(operation=Operation.CREATE, kind=Guarded.NETWORK, name="gpu-nic-3"), id="create"
+            Review(operation=Operation.CREATE, kind=Protected.NETWORK, name="gpu-nic-3"),
+            id="create",
         ),
         pytest.param(
-            replace(_delete(Guarded.NETWORK, "gpu-nic-3"), subresource="status"), id="status"
+            replace(_delete(Protected.NETWORK, "gpu-nic-3"), subresource="status"), id="status"
         ),
     ],
 )
@@ -162,7 +165,7 @@ def test_only_deletes_of_networks_are_judged(request_: Review) -> None:
 
 
 def test_deleting_the_param_set_behind_an_in_use_network_is_refused() -> None:
-    verdict = evaluate(_delete(Guarded.PARAM_SET, "gpu-nic-3"), snapshot(TCPXO), Policy())
+    verdict = evaluate(_delete(Protected.PARAM_SET, "gpu-nic-3"), snapshot(TCPXO), Policy())
     (violation,) = verdict.violations
     assert violation.code == "ParamSetInUse"
     assert violation.message == (
@@ -184,19 +187,19 @@ def test_deleting_the_param_set_behind_an_in_use_network_is_refused() -> None:
 def test_a_param_set_that_no_in_use_network_references_deletes_fine(
     view: ClusterSnapshot, name: str
 ) -> None:
-    assert evaluate(_delete(Guarded.PARAM_SET, name), view, Policy()).allowed
+    assert evaluate(_delete(Protected.PARAM_SET, name), view, Policy()).allowed
 
 
 def test_param_set_deletion_needs_the_networks() -> None:
     view = replace(snapshot(), network_state=Unverifiable("networks cache not synced"))
-    verdict = evaluate(_delete(Guarded.PARAM_SET, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.PARAM_SET, "gpu-nic-3"), view, Policy())
     assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
 
 
 def test_deleting_the_recipe_while_it_binds_a_runtime_is_refused() -> None:
     bound = runtime("custom", labels={RECIPE_BOUND: "true"}, annotations=wired())
     verdict = evaluate(
-        _delete(Guarded.RECIPE, "nicguard-recipe"), snapshot(TCPXO, bound, TEAM), Policy()
+        _delete(Protected.RECIPE, "nicguard-recipe"), snapshot(TCPXO, bound, TEAM), Policy()
     )
     (violation,) = verdict.violations
     assert violation.code == "RecipeInUse"
@@ -218,12 +221,12 @@ def test_deleting_the_recipe_while_it_binds_a_runtime_is_refused() -> None:
     ],
 )
 def test_a_recipe_that_binds_nothing_deletes_fine(view: ClusterSnapshot) -> None:
-    assert evaluate(_delete(Guarded.RECIPE, "nicguard-recipe"), view, Policy()).allowed
+    assert evaluate(_delete(Protected.RECIPE, "nicguard-recipe"), view, Policy()).allowed
 
 
 def test_recipe_deletion_needs_the_runtimes() -> None:
     view = replace(snapshot(TCPXO), runtime_state=Unverifiable("runtimes cache not synced"))
-    verdict = evaluate(_delete(Guarded.RECIPE, "nicguard-recipe"), view, Policy())
+    verdict = evaluate(_delete(Protected.RECIPE, "nicguard-recipe"), view, Policy())
     assert _messages(verdict) == [
         "[ClusterStateUnavailable] nicguard cannot decide: runtimes cannot be read: runtimes "
         "cache not synced"
@@ -272,12 +275,12 @@ def test_runtimes_whose_wiring_cannot_be_read_name_no_network() -> None:
         runtime("malformed", annotations={"networking.gke.io/interfaces": "[nope"}),
     ]
     view = snapshot(*unreadable, no_recipe=True)
-    assert evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), view, Policy()).allowed
+    assert evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), view, Policy()).allowed
 
 
 def test_param_set_deletion_needs_the_runtimes_of_its_networks() -> None:
     view = replace(snapshot(), runtime_state=Unverifiable("runtimes cache not synced"))
-    verdict = evaluate(_delete(Guarded.PARAM_SET, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.PARAM_SET, "gpu-nic-3"), view, Policy())
     assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
 
 
@@ -333,7 +336,7 @@ def _update(
 
     return Review(
         operation=Operation.UPDATE,
-        kind=Guarded.RECIPE,
+        kind=Protected.RECIPE,
         namespace="nicguard-system",
         name="nicguard-recipe",
         obj=configmap(data, owners),

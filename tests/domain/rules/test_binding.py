@@ -1,11 +1,11 @@
-"""Recipe -> object leg: ordered, element-wise comparison (app.domain.rules.recipe)."""
+"""Recipe -> object leg: ordered, element-wise comparison (app.domain.rules.binding)."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.domain.annotation import InterfaceRef
-from app.domain.rules.recipe import recipe_divergence, recipe_expected
+from app.domain.rules.binding import recipe_divergence, recipe_expected
 from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.verdict import Code
 from app.domain.wiring import Wiring, template_wiring

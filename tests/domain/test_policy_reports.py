@@ -1,6 +1,6 @@
 """What the audit publishes: policy reports of either API, and the Event a standing calls for.
 
-(app.domain.reports.) Reports are checked against the upstream CRDs the e2e tier installs
+(app.domain.policy_reports.) Reports are checked against the upstream CRDs the e2e tier installs
 (``tests/e2e/crds/``); standings come from the real rules.
 """
 
@@ -21,7 +21,7 @@ from app.domain.cluster import RuntimeKey
 from app.domain.drift import PASSING, Result, Standing, judge
 from app.domain.kinds import Kind
 from app.domain.policy import NotReady, Policy
-from app.domain.reports import (
+from app.domain.policy_reports import (
     Audited,
     ReportApi,
     event_note,

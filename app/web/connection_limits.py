@@ -69,12 +69,13 @@ class _HeadersTooLargeError(Exception):
     """Raised in httptools' callback: the parser stops, uvicorn answers via send_400_response."""
 
 
-class GuardedHttpToolsProtocol(HttpToolsProtocol):
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, created at accept: the TLS handshake and the first request
     must complete within the deadline of accept, a later request within the deadline of its
     first byte; a connection past its deadline, evicted or refused is aborted, never answered.
 
-    Every uvicorn method overridden here is pinned by tests/web/test_guard_uvicorn.py."""
+    Every uvicorn method overridden here is pinned by
+    tests/web/test_connection_limits_uvicorn.py."""
 
     listener: ClassVar[Listener]
 
@@ -346,8 +347,8 @@ def _handover(transport: asyncio.Transport, plain: asyncio.BaseProtocol, data: b
         view = view[size:]
 
 
-class GuardedServer(uvicorn.Server):
-    """Says ``https`` for a listener whose TLS ``GuardedHttpToolsProtocol`` starts (uvicorn's config
+class LimitedServer(uvicorn.Server):
+    """Says ``https`` for a listener whose TLS ``LimitedHttpToolsProtocol`` starts (uvicorn's config
     has no ``ssl`` then, so that it accepts plain TCP)."""
 
     def _log_started_message(self, listeners: Sequence[SocketType]) -> None:
@@ -357,7 +358,7 @@ class GuardedServer(uvicorn.Server):
         super()._log_started_message(listeners)
 
 
-def guarded_config(
+def limited_config(
     app: Callable[..., Any],
     *,
     host: str,
@@ -370,5 +371,5 @@ def guarded_config(
     """A listener of ``app`` under ``limits``: HTTPS with exactly ``tls`` (kept by identity, so
     certificates reloaded into it serve new handshakes), plain HTTP without."""
     listener = Listener(Capacity(limits.connections), tls, limits, on_closed)
-    protocol = type("GuardedHttpToolsProtocol", (GuardedHttpToolsProtocol,), {"listener": listener})
+    protocol = type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"listener": listener})
     return uvicorn.Config(app, host=host, port=port, http=protocol, **{"loop": "uvloop", **kwargs})

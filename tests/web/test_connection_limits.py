@@ -1,5 +1,5 @@
-"""Each connection limit of ``app.web.guard`` on a real uvicorn listener over real TLS, with
-small limits: the deadline (handshake, headers, body), the header cap, the connection cap."""
+"""Each connection limit of ``app.web.connection_limits`` on a real uvicorn listener over real TLS,
+with small limits: the deadline (handshake, headers, body), the header cap, the connection cap."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.certificates.certdir import ensure_cert_dir
 from app.certificates.tls import server_ssl_context
-from app.web.guard import Closed, GuardedServer, Limits, guarded_config
+from app.web.connection_limits import Closed, LimitedServer, Limits, limited_config
 
 SECONDS = 0.6
 LIMITS = Limits(connections=3, request_seconds=SECONDS, header_bytes=1024)
@@ -61,7 +61,7 @@ def listening(tmp_path: Path) -> Iterator[Listening]:
     files = ensure_cert_dir(tmp_path / "certs", ["localhost", "127.0.0.1"])
     client = ssl.create_default_context(cafile=str(files.ca))
     closed: list[Closed] = []
-    config = guarded_config(
+    config = limited_config(
         echo,
         host="127.0.0.1",
         port=0,
@@ -72,8 +72,8 @@ def listening(tmp_path: Path) -> Iterator[Listening]:
         lifespan="off",
         timeout_keep_alive=30,
     )
-    server = GuardedServer(config)
-    thread = threading.Thread(target=server.run, name="guarded-under-test")
+    server = LimitedServer(config)
+    thread = threading.Thread(target=server.run, name="limited-under-test")
     thread.start()
     try:
         deadline = time.monotonic() + 10

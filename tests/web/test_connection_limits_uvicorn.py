@@ -1,7 +1,7 @@
-"""What ``app.web.guard`` and ``app.serve`` take from uvicorn, pinned: each uvicorn method they
-override or call still exists with the parameters they were written against, and each attribute
-of the httptools protocol they read is still set. An upgrade of uvicorn that moves one fails
-here, by name, rather than as a connection limit that silently stops holding."""
+"""What ``app.web.connection_limits`` and ``app.serve`` take from uvicorn, pinned: each uvicorn
+method they override or call still exists with the parameters they were written against, and
+each attribute of the httptools protocol they read is still set. An upgrade of uvicorn that
+moves one fails here, by name, rather than as a connection limit that silently stops holding."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ import uvloop
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from app.web.guard import GuardedHttpToolsProtocol, guarded_config
+from app.web.connection_limits import LimitedHttpToolsProtocol, limited_config
 
 Parameters = list[tuple[str, inspect._ParameterKind]]
 
 POSITIONAL: Final = inspect.Parameter.POSITIONAL_OR_KEYWORD
 SELF: Final = ("self", POSITIONAL)
 
-# uvicorn's method -> the parameters app/web/guard.py and app/serve.py rely on.
+# uvicorn's method -> the parameters app/web/connection_limits.py and app/serve.py rely on.
 PINNED: Final[dict[tuple[type, str], Parameters]] = {
     (HttpToolsProtocol, "__init__"): [
         SELF,
@@ -72,28 +72,28 @@ def test_a_uvicorn_method_we_override_or_call_keeps_its_parameters(owner: type, 
         "send_400_response",
     ],
 )
-def test_the_guard_overrides_with_the_same_parameters(name: str) -> None:
-    assert name in GuardedHttpToolsProtocol.__dict__
-    assert parameters(getattr(GuardedHttpToolsProtocol, name)) == parameters(
+def test_the_limiter_overrides_with_the_same_parameters(name: str) -> None:
+    assert name in LimitedHttpToolsProtocol.__dict__
+    assert parameters(getattr(LimitedHttpToolsProtocol, name)) == parameters(
         getattr(HttpToolsProtocol, name)
     )
 
 
-def test_the_protocol_attributes_the_guard_reads_are_set_per_connection() -> None:
+def test_the_protocol_attributes_the_limiter_reads_are_set_per_connection() -> None:
     config = uvicorn.Config(lambda scope, receive, send: None, log_config=None)
     loop = asyncio.new_event_loop()
     try:
         protocol = HttpToolsProtocol(config, ServerState(), {}, _loop=loop)
         assert protocol.loop is loop
-        # Read by the guard: the transport, the request being answered and those queued behind
+        # Read by the limiter: the transport, the request being answered and those queued behind
         # it; the url and headers (set per request) are how the 431 measures the headers.
         assert {"transport", "cycle", "pipeline", "headers"} <= vars(protocol).keys()
     finally:
         loop.close()
 
 
-def test_a_guarded_listener_runs_httptools_on_uvloop() -> None:
-    config = guarded_config(
+def test_a_limited_listener_runs_httptools_on_uvloop() -> None:
+    config = limited_config(
         lambda scope, receive, send: None,
         host="127.0.0.1",
         port=0,
@@ -102,7 +102,7 @@ def test_a_guarded_listener_runs_httptools_on_uvloop() -> None:
         log_config=None,
     )
     config.load()
-    assert issubclass(config.http_protocol_class, GuardedHttpToolsProtocol)
+    assert issubclass(config.http_protocol_class, LimitedHttpToolsProtocol)
     factory = config.get_loop_factory()
     assert factory is not None
     loop = factory()
