@@ -6,6 +6,7 @@ The value is a JSON list of ``{interfaceName, network | interface}`` objects (GK
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -78,7 +79,23 @@ def _parse(raw: str) -> tuple[InterfaceRef, ...]:
     # else (another key, a repeat, a colon inside a string) takes the exact reading.
     if raw.count(":") != 2 * len(refs):
         _check_keys(raw)
+    if "\\u" in raw or not raw.isascii():  # an escape, or text: may hold half a surrogate pair
+        return tuple(_as_go_reads(ref) for ref in refs)
     return refs
+
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _as_go_reads(ref: InterfaceRef) -> InterfaceRef:
+    """Go decodes an escape of half a surrogate pair as U+FFFD where Python keeps the half: two
+    names that differ only there are one name to GKE."""
+    network, interface = ref.network, ref.interface
+    return InterfaceRef(
+        _LONE_SURROGATE.sub("\ufffd", ref.interface_name),
+        None if network is None else _LONE_SURROGATE.sub("\ufffd", network),
+        None if interface is None else _LONE_SURROGATE.sub("\ufffd", interface),
+    )
 
 
 def _strict_json(raw: str, decoder: json.JSONDecoder) -> object:

@@ -61,6 +61,17 @@ def _with(*secondaries: object) -> str:
             (InterfaceRef("eth0", "default"), InterfaceRef("eth1", "n")),
             id="escaped-exact-key",
         ),
+        pytest.param(
+            '[{"interfaceName":"eth0","network":"default"},'
+            '{"interfaceName":"eth\\ud800","network":"n\\udc00"},'
+            '{"interfaceName":"e\\ud83d\\ude00","interface":"\\uDFFF"}]',
+            (
+                InterfaceRef("eth0", "default"),
+                InterfaceRef("eth\ufffd", "n\ufffd"),
+                InterfaceRef("e\U0001f600", interface="\ufffd"),
+            ),
+            id="half-a-surrogate-pair-reads-as-go-reads-it",
+        ),
     ],
 )
 def test_a_well_formed_value_decodes_to_entries_in_order(

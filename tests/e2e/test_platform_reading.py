@@ -29,7 +29,7 @@ from tests.e2e.objects import (
     with_pairs,
 )
 from tests.e2e.stack import Stack
-from tests.e2e.state import eventually
+from tests.e2e.state import create_namespace, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -203,4 +203,30 @@ def test_a_trainjob_patch_of_the_labelled_job_is_judged(stack: Stack, namespace:
         f"TrainJob/{namespace}/{job['metadata']['name']}",
         "MappingDivergesFromRecipe",
         "worker job: at position eth3 the object maps eth4->gpu-nic-3",
+    )
+
+
+def test_a_job_a_trainjob_patch_labels_as_the_trainer_is_judged(trainer_v2_3_stack: Stack) -> None:
+    """Trainer reads the ancestor label after merging ``runtimePatches`` (v2.2+ only): a patch
+    that labels the runtime's unwired ``worker`` job makes it run the trainer, unwired."""
+    stack = trainer_v2_3_stack
+    namespace = unique("e2e")
+    create_namespace(stack.plane, namespace)
+    name = unique("tcpxo-worker")
+    obj = _decoy(name, None)
+    worker = obj["spec"]["template"]["spec"]["replicatedJobs"][-1]
+    worker["template"]["metadata"]["labels"] = {"team": "x"}  # not the trainer: admitted
+    expect.allowed(stack.apply(obj), f"clustertrainingruntime.trainer.kubeflow.org/{name}")
+    job = trainjob(unique("job"), namespace, name)
+    labelled = {"name": "worker", "template": {"metadata": {"labels": dict(ANCESTOR)}}}
+    spec = {"replicatedJobs": [labelled]}
+    job["spec"]["runtimePatches"] = [
+        {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": spec}}}
+    ]
+    run = eventually(lambda: stack.apply(job, dry_run=True), lambda run: run.returncode != 0)
+    expect.denied(
+        run,
+        f"TrainJob/{namespace}/{job['metadata']['name']}",
+        "InterfacesAnnotationMissing",
+        "worker job: recipe-bound, but the worker pod template has no",
     )
