@@ -309,9 +309,10 @@ def pod_spec_patches(draw: st.DrawFn) -> dict[str, object] | None:
     return None
 
 
-def job_patches(draw: st.DrawFn) -> dict[str, object]:
-    """A runtimePatches replicatedJob entry, directives possible at every level of the path."""
-    name = pick(draw, *JOB_NAMES, "node", "extra")
+def job_patches(draw: st.DrawFn, jobs: Sequence[str]) -> dict[str, object]:
+    """A runtimePatches replicatedJob entry, directives possible at every level of the path;
+    mostly for one of the runtime's ``jobs``."""
+    name = pick(draw, *jobs, *jobs, *JOB_NAMES, "extra")
     metadata: dict[str, object] = {}
     annotations = patch_annotations(draw)
     if annotations is not None or one_in(draw, 2):
@@ -335,10 +336,10 @@ def job_patches(draw: st.DrawFn) -> dict[str, object]:
     return entry
 
 
-def runtime_patches(draw: st.DrawFn, count: int) -> dict[str, object]:
+def runtime_patches(draw: st.DrawFn, count: int, runtime_jobs: Sequence[str]) -> dict[str, object]:
     jobs: list[dict[str, object]] = []
     for _ in range(1 + draw(_below(2))):
-        entry = job_patches(draw)
+        entry = job_patches(draw, runtime_jobs)
         if all(entry["name"] != other["name"] for other in jobs):  # a list map keyed by name
             jobs.append(entry)
     spec: dict[str, object] = {"replicatedJobs": jobs}
@@ -352,14 +353,12 @@ def runtime_patches(draw: st.DrawFn, count: int) -> dict[str, object]:
     }
 
 
-_TARGETS: Final = st.lists(
-    st.sampled_from((*JOB_NAMES, "extra")), min_size=1, max_size=2, unique=True
-)
-
-
-def overrides(draw: st.DrawFn) -> dict[str, object]:
-    """A Trainer v2.1 podTemplateOverrides entry."""
-    targets = draw(_TARGETS)
+def overrides(draw: st.DrawFn, jobs: Sequence[str]) -> dict[str, object]:
+    """A Trainer v2.1 podTemplateOverrides entry, mostly for the runtime's ``jobs``."""
+    targets = [pick(draw, *jobs, *jobs, *JOB_NAMES, "extra")]
+    if one_in(draw, 3):
+        other = pick(draw, *jobs, *JOB_NAMES, "extra")
+        targets += [] if other in targets else [other]
     found: dict[str, object] = {"targetJobs": [{"name": t} for t in targets]}
     metadata: dict[str, object] = {}
     annotations = patch_annotations(draw)
@@ -377,14 +376,17 @@ def overrides(draw: st.DrawFn) -> dict[str, object]:
 
 
 @st.composite
-def trainjobs(draw: st.DrawFn, runtime_name: str, trainer: str) -> dict[str, object]:
-    """A TrainJob naming ``runtime_name`` with 0-3 runtimePatches (v2.3) or overrides (v2.1)."""
+def trainjobs(
+    draw: st.DrawFn, runtime_name: str, trainer: str, jobs: Sequence[str] = JOB_NAMES
+) -> dict[str, object]:
+    """A TrainJob naming ``runtime_name`` with 0-3 runtimePatches (v2.3) or overrides (v2.1),
+    mostly for the runtime's ``jobs``."""
     spec: dict[str, object] = {"runtimeRef": {"name": runtime_name}}
     count = pick(draw, 1, 2, 3, 0)
     if trainer == "v2.3":
-        spec["runtimePatches"] = [runtime_patches(draw, i) for i in range(count)]
+        spec["runtimePatches"] = [runtime_patches(draw, i, jobs) for i in range(count)]
     else:
-        spec["podTemplateOverrides"] = [overrides(draw) for _ in range(count)]
+        spec["podTemplateOverrides"] = [overrides(draw, jobs) for _ in range(count)]
     return {
         "apiVersion": TRAINER_API,
         "kind": "TrainJob",
@@ -400,7 +402,3 @@ def pruned(value: object) -> object:
     if isinstance(value, list):
         return [pruned(item) for item in value]
     return value
-
-
-def names(jobs: Sequence[object]) -> list[str]:
-    return [str(j["name"]) for j in jobs if isinstance(j, dict)]

@@ -25,8 +25,10 @@ before admission (and Trainer decodes into ``map[string]string``), so the oracle
 with nulls pruned; nicguard judges them as written, where a null must change nothing. Objects
 are decoded as Trainer's client decodes what the apiserver stored (case-sensitive, unknown fields
 dropped, as the CRD's structural schema prunes them): a directive that is an object field reaches
-Trainer nowhere, and nicguard may refuse it in files. Jobs a patch appends to the JobSet (a name
-the runtime lacks) are not compared: a patch cannot give them a container image, so no pod runs.
+Trainer nowhere, and nicguard may refuse it in files. A TrainJob whose patches append a job to
+the JobSet (a name the runtime lacks; Trainer's webhook checks patched names after the merge, so
+it passes) is compared on the runtime's jobs only: a patch cannot give the appended job a
+container image, so no pod of it runs, and no runtime carries it for the verdict comparison.
 
 Pinned upstream (tests/oracle/go.mod, go.sum): github.com/kubeflow/trainer/v2 v2.3.0,
 sigs.k8s.io/jobset v0.12.0, k8s.io/apimachinery and k8s.io/api v0.36.2 (the versions Trainer
@@ -185,6 +187,18 @@ def _on_wired_path(path: Path, trainjob: Mapping[str, object], wired: set[str]) 
     return bool(targets & wired) and at[3:] in (("metadata",), ("metadata", "annotations"))
 
 
+def _labelled_by_patches(trainjob: Mapping[str, object]) -> set[str]:
+    spec = trainjob["spec"]
+    assert isinstance(spec, dict)
+    return {
+        str(job.get("name"))
+        for patch in spec.get("runtimePatches") or ()
+        for job in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        if (((job.get("template") or {}).get("metadata") or {}).get("labels") or {}).get(ANCESTOR)
+        == "trainer"
+    }
+
+
 def _refusals_on_the_path(
     verdict: Verdict,
     runtime: Mapping[str, object],
@@ -195,8 +209,10 @@ def _refusals_on_the_path(
     """``PatchDirectiveUnsupported`` only for a directive on the way to a wired template's
     annotations; directives elsewhere (containers, nodeSelector, labels, other jobs) pass."""
     # A job the runtime lacks receives nothing: refusing a directive aimed at it by a wired
-    # name (node; launcher when it runs ranks) is harmless.
+    # name (node; launcher when it runs ranks) is harmless; so is one aimed at a job a patch
+    # labels as the trainer when the merge fails (the oracle then wires nothing).
     wired = {job.name for job in (*answer.runtime, *answer.effective)} | set(wired_jobs(runtime))
+    wired |= _labelled_by_patches(trainjob)
     found = list(_directives(trainjob))
     on_path = [path for path in found if _on_wired_path(path, trainjob, wired)]
     refused = any(v.code is Code.PATCH_DIRECTIVE_UNSUPPORTED for v in verdict.violations)
@@ -232,17 +248,24 @@ def _check(
     name = str(trainjob["spec"]["runtimeRef"]["name"])  # type: ignore[index]
     ours = _judged_trainjob_wiring(view, trainjob, name)
     theirs = _oracle_wiring(answer.effective, runtime)
-    built = _carrying(runtime, answer.effective)
-    on_theirs = evaluate(review(built), snapshot(), POLICY)
-    assert on_theirs.allowed, _explain(
-        "FAIL-OPEN: nicguard allows the TrainJob, Trainer's wiring is denied",
-        on_theirs,
-        ours,
-        theirs,
-        runtime,
-        trainjob,
-    )
+    # A job the patches append (a name the runtime lacks) has no container image, so no pod of
+    # it runs, and no runtime carries it: only the runtime's jobs are compared then.
+    appended = set(answer.jobs) - {job["name"] for job in _jobs(runtime)}
+    if not appended:
+        built = _carrying(runtime, answer.effective)
+        on_theirs = evaluate(review(built), snapshot(), POLICY)
+        assert on_theirs.allowed, _explain(
+            "FAIL-OPEN: nicguard allows the TrainJob, Trainer's wiring is denied",
+            on_theirs,
+            ours,
+            theirs,
+            runtime,
+            trainjob,
+        )
     _assert_judged(ours, theirs, seen, verdict, runtime, trainjob)
+    if appended:
+        seen["allowed, the patches append a job"] += 1
+        return
     seen["allowed, same wiring"] += 1
     if answer.unwired:
         seen["allowed, the patch unwires a job"] += 1
@@ -259,7 +282,8 @@ def test_nicguard_judges_the_wiring_trainer_builds(
     def agrees(data: st.DataObject) -> None:
         runtime = data.draw(runtimes(), label="runtime")
         name = runtime["metadata"]["name"]  # type: ignore[index]
-        trainjob = data.draw(trainjobs(str(name), trainer), label="trainjob")
+        jobs = tuple(str(job["name"]) for job in _jobs(runtime))
+        trainjob = data.draw(trainjobs(str(name), trainer, jobs), label="trainjob")
         _check(oracle, runtime, trainjob, trainer, seen)
 
     agrees()

@@ -38,6 +38,8 @@ def test_nicguard_reads_the_annotation_as_gke_does_or_refuses_it(oracle: Oracle)
     @example(f'[{PRIMARY},{{"interfaceName":"eth4","network":"gpu-nic-3","NETWORK":null}}]')
     @example(f'[{PRIMARY},{{"\u0131nterfaceName":"eth9","interfaceName":"eth4","network":"n"}}]')
     @example(f'[{PRIMARY},{{"interfaceName":"eth4","netw\\u006frk":"gpu-nic-3"}}]')
+    # Half a surrogate pair: Go decodes it as U+FFFD.
+    @example(f'[{PRIMARY},{{"interfaceName":"\\ud800","network":"gpu-\\udfffnic"}}]')
     @example(GOOD)
     def agrees(text: str) -> None:
         gke = oracle.parse(text)
