@@ -63,9 +63,8 @@ def record_decision(
     if not logger.isEnabledFor(logging.INFO):
         return
     # What logger.info(..., extra=...) does, minus vetting each key of ``extra`` in Python
-    # (ours are fixed and clash with no LogRecord attribute): this runs on every request, and
-    # saves 3-5 us of ~95 on Python 3.13 (BENCHMARKS.md: why the fast paths stay). The caller
-    # is given, not found by walking the stack: the line never shows it.
+    # (ours are fixed and clash with no LogRecord attribute): this runs on every request. The
+    # caller is given, not found by walking the stack: the line never shows it.
     record = logger.makeRecord(
         logger.name, logging.INFO, __file__, 0, "admission decision", (), None, "record_decision"
     )

@@ -127,8 +127,8 @@ class ApiListWatch:
 
     def list(self) -> Listing:
         """The whole collection: streamed as a watch's initial events where the API server
-        can (Kubernetes' WatchList: from its watch cache, one object per line, about half the
-        time of LIST pages read from etcd, BENCHMARKS.md), else LIST pages."""
+        can (Kubernetes' WatchList: from its watch cache, one object per line, faster than LIST
+        pages read from etcd), else LIST pages."""
         if self._initial_events:
             try:
                 streamed = self._streamed()
