@@ -87,11 +87,11 @@ def record_decision(
             "warnings": _warnings(verdict.warnings),
             "recipe": _field(verdict.recipe),
             "duration_ms": round(duration_ms, 3),
-            "source_address": source_address,
+            "source_address": _field(source_address),
         }
     )
     if client_subject is not None:
-        record.client_subject = client_subject
+        record.client_subject = _field(client_subject)
     logger.handle(record)
 
 
