@@ -15,9 +15,10 @@ from app.domain.cluster import (
     runtime_key,
     with_runtimes,
 )
-from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap, map_at, str_at
 from app.domain.kinds import Kind, Protected, trainer_kind
+from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
 from app.files.state import SourcedObject, load_objects, state_snapshot

@@ -8,8 +8,8 @@ from typing import Final
 
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, ObjectName, snapshot_of
-from app.domain.evaluate import Operation, Review
 from app.domain.kinds import Kind
+from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
 
 INTERFACES: Final = "networking.gke.io/interfaces"

@@ -48,8 +48,9 @@ from app.domain.cluster import (
     Unverifiable,
     snapshot_of,
 )
-from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.kinds import Protected, trainer_kind
+from app.domain.review import Operation, Review
 from app.domain.verdict import Code, Verdict
 from app.files.state import iter_objects
 from app.web.request import request_from_body

@@ -10,10 +10,10 @@ from typing import Final
 
 from app.documents import load_yaml
 from app.domain.cluster import ObjectName, recipe_of
-from app.domain.evaluate import Operation, Review
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import Protected, kind_of
 from app.domain.network import NETWORK_GROUP
+from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 
 API_VERSION: Final = "admission.k8s.io/v1"

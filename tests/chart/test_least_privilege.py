@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import pytest
 
-from app.domain.evaluate import EXEMPT_USERS
+from app.domain.assessment import EXEMPT_USERS
 from tests.chart.render import ROOT, kustomize, one, template
 
 # Every way the project installs nicguard: (what, the rendered objects, nicguard's namespace).

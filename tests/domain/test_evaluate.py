@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from app.domain.assessment import runtime_needed, skip_reason
 from app.domain.cluster import WithRuntime
-from app.domain.evaluate import Operation, Review, evaluate, runtime_needed, skip_reason
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
+from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,

@@ -10,10 +10,12 @@ import pytest
 import yaml
 
 from app.documents import load_yaml
+from app.domain.assessment import skip_reason
 from app.domain.cluster import ClusterSnapshot, Unverifiable, with_runtimes
-from app.domain.evaluate import Operation, Review, evaluate, skip_reason
+from app.domain.evaluate import evaluate
 from app.domain.kinds import Kind, Protected
 from app.domain.policy import Enforcement, OnUnverifiable, Policy
+from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
 from tests.builders import (

@@ -17,8 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, snapshot_of
-from app.domain.evaluate import Operation
 from app.domain.kinds import TRAINER_GROUP, Kind
+from app.domain.review import Operation
 from app.domain.verdict import Code
 from app.files.state import load_objects
 from app.web.response import MESSAGE_MAX_BYTES, WARNING_MAX_CHARS

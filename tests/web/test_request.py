@@ -8,9 +8,9 @@ from typing import Any, Final
 import pytest
 
 from app.domain.cluster import ObjectName
-from app.domain.evaluate import Operation
 from app.domain.kinds import Kind
 from app.domain.recipe import Recipe
+from app.domain.review import Operation
 from app.web.request import API_VERSION, KIND, MalformedReviewError, request_from_body
 from tests.builders import RECIPE_NAME, configmap, plain_recipe, runtime
 

@@ -7,8 +7,8 @@ from typing import Final
 
 import pytest
 
-from app.domain.evaluate import Operation, Review
 from app.domain.kinds import Kind
+from app.domain.review import Operation, Review
 from app.domain.verdict import Code, Verdict, Violation
 from app.web.request import AdmissionRequest
 from app.web.response import (

@@ -12,11 +12,13 @@ from dataclasses import replace
 import pytest
 
 from app.documents import load_yaml
+from app.domain.assessment import EXEMPT_USERS
 from app.domain.cluster import ClusterSnapshot, Unverifiable
-from app.domain.evaluate import EXEMPT_USERS, Operation, Review, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.kinds import Kind, Protected
 from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, recipe_from_configmap
+from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
 from tests.builders import (
     GPU_NICS,
