@@ -54,7 +54,7 @@ def runs_launcher_as_node(runtime: object) -> bool:
 def wired_jobs(runtime: object) -> tuple[str, ...]:
     """The names of the replicatedJobs whose pods need the wiring, as ``wired_templates``
     lists them."""
-    return tuple(name for name, _ in _wired_entries(runtime))
+    return tuple(name for name, _ in _wired_entries(runtime)[1])
 
 
 def wired_templates(
@@ -63,10 +63,10 @@ def wired_templates(
     """The pod template (or why it is missing) of every wired job: node, launcher when it runs
     ranks, then each other job labelled as the trainer ancestor, in list order. ``ancestors``
     names jobs a TrainJob's patches label so: Trainer reads the label after merging them."""
-    jobs = _replicated_jobs(runtime)
+    jobs, entries = _wired_entries(runtime, ancestors)
     return tuple(
         _missing(name) if position is None else _template(name, position, jobs[position])
-        for name, position in _wired_entries(runtime, ancestors)
+        for name, position in entries
     )
 
 
@@ -86,8 +86,8 @@ def wired_annotations(runtime: object) -> Iterator[Mapping[str, object]]:
     """The annotations of each wired job's pod template, node first, where there is one: what
     ``wired_templates`` finds, without locating it in the object (the audit's index of the
     Networks a runtime names reads only these)."""
-    jobs = _replicated_jobs(runtime)
-    for _, position in _wired_entries(runtime):
+    jobs, entries = _wired_entries(runtime)
+    for _, position in entries:
         pod_template = (
             None if position is None else map_at(jobs[position], "template", "spec", "template")
         )
@@ -97,28 +97,42 @@ def wired_annotations(runtime: object) -> Iterator[Mapping[str, object]]:
 
 def wired_positions(runtime: object) -> tuple[tuple[str, int | None], ...]:
     """Each wired job's name and position in replicatedJobs (None: the runtime has none)."""
-    return _wired_entries(runtime)
+    return _wired_entries(runtime)[1]
+
+
+_Entries = tuple[tuple[str, int | None], ...]
 
 
 def _wired_entries(
     runtime: object, ancestors: Collection[str] = ()
-) -> tuple[tuple[str, int | None], ...]:
+) -> tuple[Sequence[object], _Entries]:
+    """The replicatedJobs, and each wired job's name and position.
+
+    On every judgement of every runtime (the audit's passes too): the spec is looked up once
+    (a cached runtime builds it when read), and only jobs not wired by name are read further.
+    """
+    spec = value_at(runtime, "spec")
+    jobs = as_list(value_at(spec, "template", "spec", "replicatedJobs")) or ()
+    launcher = value_at(spec, "mlPolicy", "mpi", "runLauncherAsNode") is True
+    named = (NODE_JOB, LAUNCHER_JOB) if launcher else (NODE_JOB,)
+    entries: list[tuple[str, int | None]] = [(name, _first_named(jobs, name)) for name in named]
+    if len(jobs) == 1 and entries[0][1] == 0:
+        return jobs, tuple(entries)  # the node job alone, as in AICR's runtimes
     # Trainer runs the trainer in every job labelled as its ancestor, whatever its name: a
     # labelled job is wired even when an earlier job has its name. Unnamed ones go by position.
-    jobs = _replicated_jobs(runtime)
-    named = (NODE_JOB, LAUNCHER_JOB) if runs_launcher_as_node(runtime) else (NODE_JOB,)
-    entries: list[tuple[str, int | None]] = [(name, _first_named(jobs, name)) for name in named]
     taken = {position for _, position in entries}
-    labelled = [
-        (name if isinstance(name, str) else f"replicatedJobs[{position}]", position)
-        for position, item in enumerate(jobs)
-        for name in (value_at(item, "name"),)
-        if position not in taken
-        and (is_trainer_ancestor(item) or (isinstance(name, str) and name in ancestors))
-    ]
+    labelled: list[tuple[str, int | None]] = []
+    for position, item in enumerate(jobs):
+        if position in taken:
+            continue
+        name = value_at(item, "name")
+        if is_trainer_ancestor(item) or (isinstance(name, str) and name in ancestors):
+            labelled.append(
+                (name if isinstance(name, str) else f"replicatedJobs[{position}]", position)
+            )
     if labelled and entries[0][1] is None:
         del entries[0]  # no node job: the labelled ones run the trainer
-    return (*entries, *labelled)
+    return jobs, (*entries, *labelled)
 
 
 def _replicated_jobs(runtime: object) -> Sequence[object]:
