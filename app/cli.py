@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from app.audit.command import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
-from app.check import check_files, render_json, render_text
+from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
+from app.commands.check import check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
     Settings,

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.check import CheckResult, check_files
+from app.commands.check import CheckResult, check_files
 from app.config import Settings, settings_from
 from tests.support.paths import ROOT
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from tests.support.paths import ROOT as ROOT  # re-exported: tests/test_check.py imports it here
+from tests.support.paths import (
+    ROOT as ROOT,  # re-exported: tests/commands/test_check.py imports it here
+)
 
 STATE = "examples/cluster"
 

@@ -3,7 +3,7 @@
 docs/rules.md: one ``## <Code>`` section per ``Code`` member. Each ```yaml block is followed by a
 ```console block whose first line is the ``nicguard check`` command that judges it (state and
 flags included) and whose rest is the output: the test runs that command through
-``app.check.check_files`` and compares the output exactly (verdict, messages, field paths),
+``app.commands.check.check_files`` and compares the output exactly (verdict, messages, field paths),
 and requires the section's code among the violations (or among the waived ones, for the
 warning variants). Blocks marked ```yaml live-only <view> cannot run in file mode: they are judged
 against the examples/cluster state with one part made unavailable (<view>), and the ```text line
@@ -30,8 +30,8 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from app.check import check_files, render_text
 from app.cli import build_parser
+from app.commands.check import check_files, render_text
 from app.config import (
     POLICY_OPTIONS,
     SERVE_OPTIONS,

@@ -1,5 +1,6 @@
-"""``nicguard check`` (app.check) judging files against a file-mode state, through ``python -m
-app``: the text and JSON output, every example's codes, typed lists, objects not judged."""
+"""``nicguard check`` (app.commands.check) judging files against a file-mode state, through
+``python -m app``: the text and JSON output, every example's codes, typed lists, objects not
+judged."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``nicguard audit`` (app.audit.command) through ``app.cli.main``: a file state's runtimes in text,
-JSON and report objects, one namespace, exit codes; and once live, against a local API server."""
+"""``nicguard audit`` (app.commands.audit) through ``app.cli.main``: a file state's runtimes in
+text, JSON and report objects, one namespace, exit codes; and once live, against a local API
+server."""
 
 from __future__ import annotations
 
