@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from bench.run import free_port, machine
-from tests.e2e.objects import RECIPE_PAIRS, interfaces, runtime, with_pairs
-from tests.e2e.procs import Process, wait_until
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import checked, create_namespace
-from tests.e2e.webhook import register
+from tests.harness.objects import RECIPE_PAIRS, interfaces, runtime, with_pairs
+from tests.harness.procs import Process, wait_until
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import checked, create_namespace
+from tests.harness.webhook import register
 
 MODES: Final = ("none", "vap", "echo", "go-echo", "nicguard")
 ECHOES: Final = ("echo", "go-echo")

@@ -55,7 +55,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Final
 
-from tests.e2e.procs import free_ports, http_status, wait_until
+from tests.harness.procs import free_ports, http_status, wait_until
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 BASE_IMAGE: Final = re.compile(r"^python:3\.13([.-]|$)")

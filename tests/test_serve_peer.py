@@ -15,7 +15,7 @@ from cryptography import x509
 
 from app.certificates.certdir import CertFiles, issue_self_signed
 from tests.client_certs import issue_client_cert
-from tests.e2e.procs import wait_until
+from tests.harness.procs import wait_until
 from tests.live_serve import LiveServe, live_serve
 
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples" / "reviews"

@@ -14,7 +14,7 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e.procs import tool
+from tests.harness.procs import tool
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 CHART: Final = ROOT / "charts" / "nicguard"

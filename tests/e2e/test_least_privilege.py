@@ -18,11 +18,11 @@ from typing import Any, Final
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import RECIPE_PAIRS, as_list, runtime, unique, with_pairs
-from tests.e2e.stack import Stack
-from tests.e2e.state import NETWORKS, Run, checked
-from tests.e2e.webhook import CONFIGURATION_POLICY, wait_policy_effective
+from tests.harness import expect
+from tests.harness.objects import RECIPE_PAIRS, as_list, runtime, unique, with_pairs
+from tests.harness.stack import Stack
+from tests.harness.state import NETWORKS, Run, checked
+from tests.harness.webhook import CONFIGURATION_POLICY, wait_policy_effective
 
 pytestmark = pytest.mark.e2e
 

@@ -15,8 +15,8 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e import expect
-from tests.e2e.objects import (
+from tests.harness import expect
+from tests.harness.objects import (
     INTERFACES,
     RECIPE_PAIRS,
     as_list,
@@ -28,8 +28,8 @@ from tests.e2e.objects import (
     unique,
     with_pairs,
 )
-from tests.e2e.stack import Stack, wait_for_recipe
-from tests.e2e.state import RECIPE, checked
+from tests.harness.stack import Stack, wait_for_recipe
+from tests.harness.state import RECIPE, checked
 
 pytestmark = pytest.mark.e2e
 

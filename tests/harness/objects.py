@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import yaml
 
-from tests.e2e.controlplane import ROOT
+from tests.harness.controlplane import ROOT
 
 EXAMPLES: Final = ROOT / "examples"
 TRAINER: Final = "trainer.kubeflow.org/v1alpha1"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.e2e.objects import WEBHOOK
-from tests.e2e.state import Run
+from tests.harness.objects import WEBHOOK
+from tests.harness.state import Run
 
 
 def shown(run: Run) -> str:

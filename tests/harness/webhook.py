@@ -19,9 +19,9 @@ from typing import Any, Final
 
 import yaml
 
-from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.objects import INTERFACES, as_list, node_annotations, runtime
-from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, wait_until
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.objects import INTERFACES, as_list, node_annotations, runtime
+from tests.harness.procs import NICGUARD, Process, free_ports, http_status, wait_until
 
 READY_TIMEOUT: Final = 60.0
 EFFECT_TIMEOUT: Final = 60.0

@@ -1,7 +1,7 @@
 """A ``helm --post-renderer``: point every webhook of the chart at a URL (nicguard outside).
 
 A bare apiserver has no cluster network to reach a Service, as in webhook.py; the caBundle is left
-to the self-managed certificate controller. Run as ``python -m tests.e2e.helm_url URL``.
+to the self-managed certificate controller. Run as ``python -m tests.harness.helm_url URL``.
 """
 
 from __future__ import annotations

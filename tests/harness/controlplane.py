@@ -24,7 +24,7 @@ from typing import Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.e2e.procs import Process, free_ports, http_status, tool, wait_until
+from tests.harness.procs import Process, free_ports, http_status, tool, wait_until
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 KUBECTL: Final = tool("kubectl")

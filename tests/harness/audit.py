@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from tests.e2e.controlplane import KUBECTL_TIMEOUT, ControlPlane
-from tests.e2e.objects import (
+from tests.harness.controlplane import KUBECTL_TIMEOUT, ControlPlane
+from tests.harness.objects import (
     INTERFACES,
     RECIPE_BOUND,
     TRAINER,
@@ -34,12 +34,12 @@ from tests.e2e.objects import (
     load,
     runtime,
 )
-from tests.e2e.procs import tool, wait_until
-from tests.e2e.stack import Stack, ready_network
-from tests.e2e.state import NETWORKS, Run, checked, create_namespace, set_status
-from tests.e2e.webhook import Nicguard
+from tests.harness.procs import tool, wait_until
+from tests.harness.stack import Stack, ready_network
+from tests.harness.state import NETWORKS, Run, checked, create_namespace, set_status
+from tests.harness.webhook import Nicguard
 
-NUMBERS: Final = logging.getLogger("tests.e2e.audit")
+NUMBERS: Final = logging.getLogger("tests.harness.audit")
 NUMBERS.setLevel(logging.INFO)
 
 AUDITOR_LEASE: Final = ("nicguard-system", "nicguard-auditor")

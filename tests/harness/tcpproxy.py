@@ -1,6 +1,6 @@
 """A loopback TCP proxy for fault injection, run as its own process (stdlib only).
 
-``python tests/e2e/tcpproxy.py --listen PORT --backend HOST:PORT [--backend ...]``
+``python tests/harness/tcpproxy.py --listen PORT --backend HOST:PORT [--backend ...]``
 
 - Each accepted connection goes to the next backend in round-robin order, bytes piped both ways
   unchanged (TLS stays end to end). No health checks and no retries: a backend that refuses the

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.controlplane import ControlPlane
-from tests.e2e.objects import (
+from tests.harness.controlplane import ControlPlane
+from tests.harness.objects import (
     DENIED,
     RECIPE_PAIRS,
     TRAINER_V2_3,
@@ -29,7 +29,7 @@ from tests.e2e.objects import (
     runtime,
     unique,
 )
-from tests.e2e.state import (
+from tests.harness.state import (
     NETWORKS,
     PARAM_SETS,
     RECIPE,
@@ -45,7 +45,7 @@ from tests.e2e.state import (
     recipe_ref,
     set_status,
 )
-from tests.e2e.webhook import Nicguard, install_base, register
+from tests.harness.webhook import Nicguard, install_base, register
 
 
 @dataclass(frozen=True, slots=True)

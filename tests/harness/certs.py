@@ -21,10 +21,10 @@ from typing import Any, Final
 
 from cryptography import x509
 
-from tests.e2e.controlplane import ControlPlane
-from tests.e2e.stack import Stack
-from tests.e2e.state import checked, grant_developers, install_crds
-from tests.e2e.webhook import Nicguard, install_base, wait_policy_effective
+from tests.harness.controlplane import ControlPlane
+from tests.harness.stack import Stack
+from tests.harness.state import checked, grant_developers, install_crds
+from tests.harness.webhook import Nicguard, install_base, wait_policy_effective
 
 SECRET: Final = ("nicguard-system", "nicguard-tls")
 LEASE: Final = ("nicguard-system", "nicguard-cert-writer")

@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from tests.e2e.controlplane import ControlPlane
-from tests.e2e.objects import EXAMPLES
-from tests.e2e.procs import Process, free_ports, wait_until
-from tests.e2e.stack import Stack, populate
-from tests.e2e.state import grant_developers, install_crds
-from tests.e2e.webhook import Nicguard, install_base, register
+from tests.harness.controlplane import ControlPlane
+from tests.harness.objects import EXAMPLES
+from tests.harness.procs import Process, free_ports, wait_until
+from tests.harness.stack import Stack, populate
+from tests.harness.state import grant_developers, install_crds
+from tests.harness.webhook import Nicguard, install_base, register
 
 TCPPROXY: Final = Path(__file__).with_name("tcpproxy.py")
 # The numbers behind RELIABILITY.md: shown with ``pytest -rP`` ("Captured log call").
-NUMBERS: Final = logging.getLogger("tests.e2e.reliability")
+NUMBERS: Final = logging.getLogger("tests.harness.reliability")
 NUMBERS.setLevel(logging.INFO)
 UNAVAILABLE: Final = "ClusterStateUnavailable"
 ALLOWED: Final = "allowed"

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.objects import (
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.objects import (
     NETWORK_KIND,
     PARAM_SET_KIND,
     TRAINER_V2_3,
@@ -25,7 +25,7 @@ from tests.e2e.objects import (
     as_list,
     load,
 )
-from tests.e2e.procs import wait_until
+from tests.harness.procs import wait_until
 
 CRDS: Final = ROOT / "tests" / "e2e" / "crds"
 NETWORK_API_CRDS: Final = CRDS / "gke-networking"
