@@ -130,7 +130,7 @@ CASES = {
 
 
 # Produced by deleting what the wiring depends on or writing the recipe (tests/domain/rules/
-# test_protect.py), or by a runtime snapshot (tests/domain/test_evaluate_snapshots.py), not by a
+# test_protect.py), or by a runtime snapshot (tests/domain/test_snapshot.py), not by a
 # CREATE of a Trainer object.
 GUARD_CODES = {
     Code.NETWORK_IN_USE,

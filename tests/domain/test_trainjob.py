@@ -1,4 +1,4 @@
-"""Judging TrainJobs through their runtime (app.domain.evaluate, docs/rules.md)."""
+"""Judging TrainJobs through their runtime (app.domain.trainjob, docs/rules.md)."""
 
 from __future__ import annotations
 

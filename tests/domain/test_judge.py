@@ -1,6 +1,6 @@
 """Judging runtimes against the recipe: who is recipe-bound and what that demands.
 
-(app.domain.evaluate, docs/rules.md.)
+(app.domain.judge, docs/rules.md.)
 """
 
 from __future__ import annotations
