@@ -220,7 +220,9 @@ def test_switching_the_recipe_off_by_kubectl_apply_is_refused(stack: Stack) -> N
             run,
             f"ConfigMap/{RECIPE[0]}/{RECIPE[1]}",
             "RecipeInUse",
-            f"the recipe {RECIPE[0]}/{RECIPE[1]} binds ClusterTrainingRuntime {TCPXO}",
+            # The shared control plane holds other tests' bound runtimes too: the message names
+            # the first ten by name, so only the start is the same in every order of the tier.
+            f"the recipe {RECIPE[0]}/{RECIPE[1]} binds ClusterTrainingRuntime ",
             "deliver no mapping",
         )
     wait_for_recipe(stack)
