@@ -79,7 +79,7 @@ def _parse(raw: str) -> tuple[InterfaceRef, ...]:
     # else (another key, a repeat, a colon inside a string) takes the exact reading.
     if raw.count(":") != 2 * len(refs):
         _check_keys(raw)
-    if "\\u" in raw or not raw.isascii():  # an escape, or text: may hold half a surrogate pair
+    if not raw.isascii() or "\\" in raw:  # text or an escape: may hold half a surrogate pair
         return tuple(_as_go_reads(ref) for ref in refs)
     return refs
 
