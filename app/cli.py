@@ -10,9 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from app.audit.command import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
-from app.certificates.pem import TLSConfigError
-from app.check import check_files, render_json, render_text
+from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
+from app.commands.check import check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
     Settings,
@@ -21,8 +20,8 @@ from app.config import (
     add_serve_options,
     settings_from,
 )
-from app.kube.client import ClientConfigError
-from app.statefiles import StateFileError
+from app.files.state import StateFileError
+from app.kube.credentials import ClientConfigError
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 
@@ -133,19 +132,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from(args, os.environ)
         if args.command == "serve":
-            # Imported here: `check` should not pay ~1 s for the web stack and Kubernetes client.
-            from app.serve import serve
-
-            return serve(args, settings, os.environ)
+            return _serve(args, settings)
         # Notes (what is not judged) are informational: shown at log-level info and debug.
         note = _ignore if settings.log_level not in ("debug", "info") else _note
         if args.command == "audit":
             return _audit(args, settings, note)
         results = check_files(args.state, args.files, settings, note=note)
-    except (SettingsError, StateFileError, TLSConfigError, ClientConfigError) as error:
+    except (SettingsError, StateFileError, ClientConfigError) as error:
         return _input_error(error)
     print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201
     return EXIT_ALLOWED if all(r.verdict.allowed for r in results) else EXIT_DENIED
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: `check` pays for neither the web stack, nor cryptography, nor the Kubernetes
+    # client (their imports are most of its CPU per start).
+    from app.certificates.pem import TLSConfigError
+    from app.serve import serve
+
+    try:
+        return serve(args, settings, os.environ)
+    except TLSConfigError as error:
+        return _input_error(error)
 
 
 def _audit(args: argparse.Namespace, settings: Settings, note: Callable[[str], None]) -> int:

@@ -16,7 +16,7 @@ from typing import Final, TypeVar
 
 from app.domain.cluster import ObjectName
 from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Policy, Protect
-from app.domain.reports import ReportApi
+from app.domain.policy_reports import ReportApi
 
 _T = TypeVar("_T")
 _E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Enforcement)

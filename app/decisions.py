@@ -1,17 +1,46 @@
-"""The audit trail: one JSON line per admission decision, never the body."""
+"""The decision log: one JSON line per admission decision, never the body, at most 16 KiB."""
 
 from __future__ import annotations
 
 import logging
 from typing import Final
 
+from app.domain.bounds import codes_once, escaped
 from app.domain.verdict import Verdict
 
 EVENT_DECISION: Final = "admission_decision"
 EVENT_REJECTED: Final = "admission_rejected"
 EVENT_FAILURE: Final = "admission_failure"
 
-logger = logging.getLogger("nicguard.audit")
+logger = logging.getLogger("nicguard.decisions")
+
+# The line stays under 16 KiB (Cloud Logging drops entries over 256 KB, and a lost decision is a
+# hole in the audit trail): each request field <= 512 bytes as written (JSON, ASCII with \u
+# escapes), at most 20 warnings of <= 360 bytes: about 13 KiB at most with the rest of the line.
+FIELD_MAX_BYTES: Final = 512
+WARNINGS_MAX: Final = 20
+WARNING_MAX_BYTES: Final = 360
+_CUT: Final = "…"  # \u2026: 6 bytes as written
+
+
+def _field(text: str, max_bytes: int = FIELD_MAX_BYTES) -> str:
+    """Object-supplied text escaped and cut so that its JSON string is at most ``max_bytes``."""
+    text = escaped(text)  # no control character left: an ASCII character is 1 or 2 bytes
+    if text.isascii() and 2 * len(text) + 2 <= max_bytes:
+        return text
+    budget = max_bytes - 2 - 6
+    for index, char in enumerate(text):
+        budget -= 2 if char.isascii() else 12 if ord(char) > 0xFFFF else 6
+        if budget < 0:
+            return text[:index] + _CUT
+    return text
+
+
+def _warnings(warnings: tuple[str, ...]) -> list[str]:
+    kept = [_field(w, WARNING_MAX_BYTES) for w in warnings[:WARNINGS_MAX]]
+    if len(warnings) > WARNINGS_MAX:
+        kept[-1] = f"... and {len(warnings) - WARNINGS_MAX + 1} more warnings"
+    return kept
 
 
 def record_decision(
@@ -26,37 +55,43 @@ def record_decision(
     username: str,
     verdict: Verdict,
     duration_ms: float,
+    source_address: str,
+    client_subject: str | None,
 ) -> None:
+    """``source_address`` (TCP peer) and ``client_subject`` (of the client certificate, when one
+    was presented) tell the apiserver's reviews from those of anyone else who reached /validate."""
     if not logger.isEnabledFor(logging.INFO):
         return
     # What logger.info(..., extra=...) does, minus vetting each key of ``extra`` in Python
-    # (ours are fixed and clash with no LogRecord attribute): this runs on every request, and
-    # saves 3-5 us of ~95 on Python 3.13 (BENCHMARKS.md: why the fast paths stay). The caller
-    # is given, not found by walking the stack: the line never shows it.
+    # (ours are fixed and clash with no LogRecord attribute): this runs on every request. The
+    # caller is given, not found by walking the stack: the line never shows it.
     record = logger.makeRecord(
         logger.name, logging.INFO, __file__, 0, "admission decision", (), None, "record_decision"
     )
     record.__dict__.update(
         {
             "event_type": EVENT_DECISION,
-            "admission_uid": uid,
+            "admission_uid": _field(uid),
             "operation": operation,
             "dry_run": dry_run,
-            "resource_group": group,
-            "resource_kind": kind,
-            "resource_namespace": namespace,
-            "resource_name": name,
-            "request_username": username,
+            "resource_group": _field(group),
+            "resource_kind": _field(kind),
+            "resource_namespace": _field(namespace),
+            "resource_name": _field(name),
+            "request_username": _field(username),
             "allowed": verdict.allowed,
             "decision": verdict.decision.value,
-            # What denied, or would have under enforcement=warn (decision "warned").
-            "violation_codes": [v.code.value for v in verdict.denying],
-            "grandfathered_codes": [v.code.value for v in verdict.grandfathered],
-            "warnings": list(verdict.warnings),
-            "recipe": verdict.recipe,
+            # What denied, or would have under enforcement=warn (decision "warned"); each once.
+            "violation_codes": codes_once(verdict.denying),
+            "grandfathered_codes": codes_once(verdict.grandfathered),
+            "warnings": _warnings(verdict.warnings),
+            "recipe": _field(verdict.recipe),
             "duration_ms": round(duration_ms, 3),
+            "source_address": _field(source_address),
         }
     )
+    if client_subject is not None:
+        record.client_subject = _field(client_subject)
     logger.handle(record)
 
 
@@ -64,7 +99,11 @@ def record_rejected(*, status: int, reason: str) -> None:
     """A request that was not a usable AdmissionReview (answered with an HTTP 4xx)."""
     logger.warning(
         "admission request rejected",
-        extra={"event_type": EVENT_REJECTED, "http_status": status, "reason": reason},
+        extra={
+            "event_type": EVENT_REJECTED,
+            "http_status": status,
+            "reason": _field(reason),
+        },
     )
 
 

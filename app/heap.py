@@ -22,8 +22,8 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     glibc gives each thread that allocates its own arena, up to 8 per core, and memory freed in
     one is not reused by another. nicguard's threads (one per watch cache, the audit, its
     writer, the certificate controller, the event loop) all run under the GIL, so they gain
-    nothing from arenas of their own: measured in Kubernetes mode with 10,000 cached objects,
-    RSS 116.0 -> 112.9 MiB (BENCHMARKS.md). Call before the threads start.
+    nothing from arenas of their own, and one arena holds less memory. Call before the threads
+    start.
     """
     mallopt = _libc_function("mallopt", (ctypes.c_int, ctypes.c_int))
     return mallopt is not None and bool(mallopt(_M_ARENA_MAX, arenas))
@@ -32,8 +32,8 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 def release_free_memory() -> bool:
     """Give back to the system what malloc holds free (glibc's ``malloc_trim``); whether it could.
 
-    Decoding leaves free chunks between live objects that glibc keeps resident: measured after
-    reading 9,800 runtimes from one YAML stream, RSS 56 -> 28 MiB, in 0.2 ms (BENCHMARKS.md).
+    Decoding leaves free chunks between live objects that glibc keeps resident; trimming hands
+    them back in well under a millisecond.
     """
     trim = _libc_function("malloc_trim", (ctypes.c_size_t,))
     if trim is None:
@@ -59,8 +59,8 @@ def _libc_function(name: str, argtypes: tuple[type, ...]) -> Callable[..., int] 
 def freeze_startup() -> None:
     """Move everything built so far (modules, a file-mode state) out of the collector's reach.
 
-    It lives as long as the process; full collections then stop scanning ~150k objects on the
-    request path (measured: p99 38-45 ms -> 9-10 ms under load, BENCHMARKS.md).
+    It lives as long as the process; full collections then stop scanning it on the request
+    path, where they showed as p99 spikes.
     """
     gc.collect()
     release_free_memory()

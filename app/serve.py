@@ -30,12 +30,12 @@ from app.domain.cluster import (
     ClusterView,
 )
 from app.domain.drift import EVERYTHING
+from app.files.state import state_snapshot
 from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
 from app.logs import configure_logging, serve_as_secondary
 from app.metrics import Metrics
-from app.statefiles import state_snapshot
 from app.web.admission import create_admission_app
-from app.web.guard import Closed, GuardedServer, guarded_config
+from app.web.connection_limits import Closed, LimitedServer, limited_config
 from app.web.probes import create_probe_app
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class _Lifecycle:
     draining: bool = False
 
 
-class _Server(GuardedServer):
+class _Server(LimitedServer):
     """A uvicorn server that leaves signals to nicguard: two servers share one process."""
 
     @contextlib.contextmanager
@@ -116,10 +116,11 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         recipe=settings.recipe_configmap,
     )
     probes = create_probe_app(readiness=readiness, liveness=alive, metrics=metrics)
-    # Both listeners cap their connections and give each request a deadline (app/web/guard.py,
-    # docs/operations.md "Hostile clients"); the webhook's TLS starts once a connection has a place.
+    # Both listeners cap their connections and give each request a deadline
+    # (app/web/connection_limits.py, docs/operations.md "Hostile clients"); the webhook's TLS
+    # starts once a connection has a place.
     webhook = _Server(
-        guarded_config(
+        limited_config(
             admission,
             host=options.host,
             port=options.port,
@@ -132,7 +133,7 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         )
     )
     probe = _Server(
-        guarded_config(
+        limited_config(
             probes,
             host=options.host,
             port=options.probe_port,
@@ -145,7 +146,9 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     tls = _Tls(reloader, certs, options.cert_period)
     freeze_startup()
     try:
-        asyncio.run(_run(webhook, probe, tls, metrics, lifecycle, options.shutdown_delay))
+        # The loop limited_config names (uvloop): uvicorn's own run would create it the same way.
+        with asyncio.Runner(loop_factory=webhook.config.get_loop_factory()) as runner:
+            runner.run(_run(webhook, probe, tls, metrics, lifecycle, options.shutdown_delay))
     finally:
         stop_view()
         if certs is not None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.run import load_average, machine
-from tests.e2e.objects import (
+from tests.harness.objects import (
     RECIPE_PAIRS,
     conditions,
     network,
@@ -45,8 +45,8 @@ from tests.e2e.objects import (
     runtime,
     unique,
 )
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import checked, create_namespace
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import checked, create_namespace
 
 NAMESPACE: Final = "bench-audit"
 STORM_NETWORK: Final = "gpu-nic-3"

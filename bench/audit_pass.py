@@ -17,12 +17,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, Networks, ObjectName, Unverifiable, snapshot_of
 from app.domain.drift import EVERYTHING, Change, DriftBook
-from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.network import network_from_object
 from app.domain.policy import Policy
-from app.statefiles import iter_objects, load_yaml
+from app.domain.review import Operation, Review
+from app.files.state import iter_objects
 from bench.state import EXAMPLES, generated_networks, generated_runtimes, load_one
 
 RUNTIMES: Final = 10_000

@@ -36,11 +36,11 @@ from bench.e2e import (
     listening,
 )
 from bench.run import free_port, load_average, machine
-from tests.e2e.controlplane import ControlPlane
-from tests.e2e.objects import trainjob
-from tests.e2e.procs import Process, wait_until
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import create_namespace
+from tests.harness.controlplane import ControlPlane
+from tests.harness.objects import trainjob
+from tests.harness.procs import Process, wait_until
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import create_namespace
 
 NAMESPACE: Final = "bench-burst"
 RUNTIME: Final = "torch-distributed-tcpxo"  # examples/cluster: recipe-bound, judged in full

@@ -9,8 +9,8 @@ three configurations, switched in turn, several rounds each, in the same run:
   ``networking.gke.io/interfaces`` must equal the recipe string held in a param ConfigMap (same
   resources, operations, namespaceSelector and matchConditions as nicguard's webhook);
 - ``echo``: a webhook configuration like nicguard's (same rules, selectors, matchConditions)
-  pointing at the bare FastAPI echo of ``make bench`` (``bench/echo_app.py``, same TLS set-up):
-  what any Python/uvicorn webhook costs;
+  pointing at the bare FastAPI echo of ``make bench`` (``bench/echo_app.py``, same TLS set-up, on
+  nicguard's serving stack, httptools and uvloop): what any Python/uvicorn webhook costs;
 - ``go-echo``: the same pointing at a bare Go echo (``bench/goecho``, built with ``go build``;
   left out when ``go`` is not installed): what any out-of-process webhook costs;
 - ``nicguard``: the shipped ValidatingWebhookConfiguration pointing at nicguard.
@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from bench.run import free_port, machine
-from tests.e2e.objects import RECIPE_PAIRS, interfaces, runtime, with_pairs
-from tests.e2e.procs import Process, wait_until
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import checked, create_namespace
-from tests.e2e.webhook import register
+from tests.harness.objects import RECIPE_PAIRS, interfaces, runtime, with_pairs
+from tests.harness.procs import Process, wait_until
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import checked, create_namespace
+from tests.harness.webhook import register
 
 MODES: Final = ("none", "vap", "echo", "go-echo", "nicguard")
 ECHOES: Final = ("echo", "go-echo")

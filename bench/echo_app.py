@@ -1,11 +1,12 @@
-"""The baseline: a bare FastAPI echo of the AdmissionReview, served like ``nicguard serve``.
+"""The baselines: a bare FastAPI echo of the AdmissionReview, on either serving stack.
 
 It decodes the posted review, answers ``allowed: true`` for its uid and does nothing else (no
-judging, no audit log, no metrics). TLS and uvicorn settings are built exactly as
-``app.serve.serve`` builds them: ``app.certificates.tls.server_ssl_context`` +
-``app.certificates.tls.make_uvicorn_config`` with ``access_log=False, log_config=None``, and the
-server coroutine run by ``asyncio.run`` (uvicorn's ``http``/``loop`` left at their defaults, as
-nicguard leaves them).
+judging, no audit log, no metrics). TLS is built as ``app.serve.serve`` builds it
+(``app.certificates.tls.server_ssl_context``), with ``access_log=False, log_config=None``.
+``--stack nicguard`` (the default) serves on nicguard's stack, httptools on uvloop: what nicguard's
+own work costs beside it. ``--stack uvicorn-default`` serves on h11 and asyncio, the way
+``uvicorn app:app`` runs without uvicorn's ``standard`` extras: the webhook a Python team writes
+first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from fastapi.responses import Response
 from app.certificates.tls import make_uvicorn_config, server_ssl_context
 
 _JSON: Final = "application/json"
+# uvicorn's protocol and loop for each stack.
+STACKS: Final = {"nicguard": ("httptools", "uvloop"), "uvicorn-default": ("h11", "asyncio")}
 
 
 def create_echo_app() -> FastAPI:
@@ -48,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--tls-cert", type=Path, required=True)
     parser.add_argument("--tls-key", type=Path, required=True)
+    parser.add_argument("--stack", choices=sorted(STACKS), default="nicguard")
     args = parser.parse_args(argv)
+    http, loop = STACKS[args.stack]
     config = make_uvicorn_config(
         create_echo_app(),
         host=args.host,
@@ -56,8 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ssl_context=server_ssl_context(args.tls_cert, args.tls_key),
         access_log=False,
         log_config=None,
+        http=http,
+        loop=loop,
     )
-    asyncio.run(uvicorn.Server(config).serve())
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+        runner.run(uvicorn.Server(config).serve())
     return 0
 
 

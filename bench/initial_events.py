@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from bench.run import cpu_seconds
-from tests.e2e.controlplane import ControlPlane
+from tests.harness.controlplane import ControlPlane
 
 COLLECTIONS: Final = (
     "networking.gke.io/v1/networks",

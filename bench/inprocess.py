@@ -23,11 +23,12 @@ from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from app.documents import load_yaml
 from app.domain.cluster import CacheStatus, ObjectName, snapshot_of
 from app.domain.policy import Policy
+from app.files.state import load_objects
 from app.logs import configure_logging
 from app.metrics import Metrics
-from app.statefiles import load_objects, load_yaml
 from app.web.admission import create_admission_app
 from bench.echo_app import create_echo_app
 

@@ -40,10 +40,10 @@ from bench.state import (
     generated_runtimes,
     load_one,
 )
-from tests.e2e.objects import example
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import checked
-from tests.e2e.webhook import Nicguard
+from tests.harness.objects import example
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import checked
+from tests.harness.webhook import Nicguard
 
 MAX_RSS_BYTES: Final = 120_000_000
 _BATCH: Final = 100

@@ -29,7 +29,7 @@ from app.certificates.certdir import ensure_cert_dir
 from app.domain.cluster import ObjectName, Unverifiable
 from app.domain.drift import EVERYTHING, DriftBook
 from app.domain.policy import Policy
-from app.statefiles import state_snapshot
+from app.files.state import state_snapshot
 from bench.run import (
     ROOT,
     Server,

@@ -21,7 +21,7 @@ from typing import Final
 import yaml
 
 from app.domain.fields import JsonMap
-from app.statefiles import load_objects
+from app.files.state import load_objects
 
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
 # 10,000 cached objects: 1,000 Networks, their 1,000 GKENetworkParamSets, 8,000 runtimes.

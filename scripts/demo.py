@@ -1,12 +1,12 @@
 """``make demo``: nicguard behind a real kube-apiserver, one good apply and three denials.
 
-Brings up etcd + kube-apiserver on 127.0.0.1 (tests/e2e/controlplane.py), installs the CRDs and
+Brings up etcd + kube-apiserver on 127.0.0.1 (tests/harness/controlplane.py), installs the CRDs and
 nicguard's own manifests, runs ``nicguard serve`` as its ServiceAccount, registers the shipped
 webhook configuration, loads ``examples/cluster`` and then runs each ``kubectl`` command shown,
 as the non-admin user ``alice``, printing its real output. Everything is stopped at the end.
 
 Run from the repository root as a module, ``python -m scripts.demo`` (what ``make demo`` does), so
-the e2e harness imports as the package ``tests.e2e``.
+the harness imports as the package ``tests.harness``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 from types import FrameType
 
-from tests.e2e.stack import Stack, running, wait_for_recipe, wait_for_runtime
-from tests.e2e.state import apply_networks, apply_recipe, create_namespace
+from tests.harness.stack import Stack, running, wait_for_recipe, wait_for_runtime
+from tests.harness.state import apply_networks, apply_recipe, create_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,8 @@
 # helm-bin.sh - print ONE line on stdout: the path of a `helm` executable for the chart tests.
 # Precedence: NICGUARD_HELM (an explicit executable, printed as-is) > versioned cache, built once from
 #   the Go module proxy (a throw-away wrapper module; no upstream source enters this repo). Progress -> stderr.
-# Env: NICGUARD_HELM_VERSION (v3.22.0), NICGUARD_HELM_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto).
+# Env: NICGUARD_HELM_VERSION (v3.22.0), NICGUARD_HELM_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto),
+#   NICGUARD_NO_BUILD=1 (print the cached helm or fail; never build: what the tests use).
 # Usage: HELM=$(scripts/helm-bin.sh)
 set -euo pipefail
 
@@ -25,6 +26,7 @@ fi
 
 # 2) versioned cache: fast path without the lock, then re-check under an exclusive flock.
 if [[ -x "$BIN" ]]; then emit "$BIN"; fi
+[[ "${NICGUARD_NO_BUILD:-}" != 1 ]] || die "helm $HELM_VERSION is not built: run \`make helm\`"
 command -v go >/dev/null || die "go not found (needed once to build helm $HELM_VERSION)"
 mkdir -p "$BIN_DIR"
 exec 9>"$BIN_DIR/.lock"

@@ -4,7 +4,8 @@
 # in its go.mod/go.sum). Precedence: NICGUARD_ORACLE (an explicit executable, printed as-is) > cache,
 # built once per source version (key: hash of tests/oracle's go.mod, go.sum and *.go) from the Go
 # module proxy with GOFLAGS=-mod=readonly. Progress -> stderr.
-# Env: NICGUARD_ORACLE_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto: may fetch go.mod's toolchain).
+# Env: NICGUARD_ORACLE_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto: may fetch go.mod's toolchain),
+#   NICGUARD_NO_BUILD=1 (print the cached oracle or fail; never build: what the tests use).
 # Usage: ORACLE=$(scripts/oracle-bin.sh)
 set -euo pipefail
 
@@ -28,6 +29,7 @@ BIN="$BIN_DIR/oracle"
 
 # 2) cache: fast path without the lock, then re-check under an exclusive flock.
 if [[ -x "$BIN" ]]; then emit "$BIN"; fi
+[[ "${NICGUARD_NO_BUILD:-}" != 1 ]] || die "the oracle is not built for these sources: run \`make oracle\`"
 command -v go >/dev/null || die "go not found (needed once to build the oracle from $SRC)"
 mkdir -p "$BIN_DIR"
 exec 9>"$BIN_DIR/.lock"

@@ -6,11 +6,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, ObjectName, snapshot_of
-from app.domain.evaluate import Operation, Review
 from app.domain.kinds import Kind
+from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
-from app.statefiles import load_yaml
 
 INTERFACES: Final = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE: Final = "networking.gke.io/default-interface"

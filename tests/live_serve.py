@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from tests.e2e.procs import NICGUARD, Process, free_ports, http_status, wait_until
+from tests.harness.procs import NICGUARD, Process, free_ports, http_status, wait_until
 
 STATE: Final = Path(__file__).resolve().parents[1] / "examples" / "cluster"
 READY_TIMEOUT: Final = 30.0

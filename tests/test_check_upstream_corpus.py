@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.check import CheckResult, check_files
+from app.commands.check import CheckResult, check_files
 from app.config import Settings, settings_from
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
-UPSTREAM = REPO / "tests" / "fixtures" / "upstream"
+UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"
 HEADER = "# nicguard upstream corpus"
 WIRING_KEYS = ("networking.gke.io/interfaces", "networking.gke.io/default-interface")
 
@@ -119,7 +119,24 @@ _STOCK_V23 = [
     ("xgboost_distributed.yaml", "xgboost-distributed"),
 ]
 
+SNAPSHOTS = "trainer-v2.3.0/snapshots/"
+
 ROWS: list[Row] = [
+    # --- Trainer's runtime snapshots of the AICR TCPXO runtime, as v2.3.0 and the fixed release
+    # write them: read as the runtime they copy, admitted (docs/rules.md). ---
+    *(
+        Row(
+            f"trainer snapshot {variant}",
+            (f"{SNAPSHOTS}tj-runtime-snapshot-{variant}.yaml",),
+            A3MEGA,
+            "ConfigMap",
+            "tj-runtime-snapshot",
+            True,
+            namespace="team-a",
+            warns=False,
+        )
+        for variant in ("v2.3.0", "fixed")
+    ),
     # --- Kubeflow Trainer stock runtimes: unwired -> allowed, no warning (docs/rules.md). ---
     *(_stock(V21, path, name) for path, name in _STOCK_V21),
     *(_stock(V23, path, name) for path, name in _STOCK_V23),
@@ -524,7 +541,7 @@ POD_FILES = [
 
 
 def _source(entry: str) -> Path:
-    return REPO / entry if entry.startswith("examples/") else UPSTREAM / entry
+    return ROOT / entry if entry.startswith("examples/") else UPSTREAM / entry
 
 
 def _state(tmp_path: Path, entries: tuple[str, ...]) -> Path:
@@ -601,7 +618,7 @@ def _pick(results: list[CheckResult], row: Row) -> CheckResult:
     found = [
         r
         for r in results
-        if r.kind.value == row.kind
+        if r.kind == row.kind
         and r.name == row.name
         and (row.namespace is None or r.namespace == row.namespace)
     ]

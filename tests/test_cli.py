@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from tests.support.paths import (
+    ROOT as ROOT,  # re-exported: tests/commands/test_check.py imports it here
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 STATE = "examples/cluster"
 
 

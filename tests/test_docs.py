@@ -3,7 +3,7 @@
 docs/rules.md: one ``## <Code>`` section per ``Code`` member. Each ```yaml block is followed by a
 ```console block whose first line is the ``nicguard check`` command that judges it (state and
 flags included) and whose rest is the output: the test runs that command through
-``app.check.check_files`` and compares the output exactly (verdict, messages, field paths),
+``app.commands.check.check_files`` and compares the output exactly (verdict, messages, field paths),
 and requires the section's code among the violations (or among the waived ones, for the
 warning variants). Blocks marked ```yaml live-only <view> cannot run in file mode: they are judged
 against the examples/cluster state with one part made unavailable (<view>), and the ```text line
@@ -30,8 +30,8 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from app.check import check_files, render_text
 from app.cli import build_parser
+from app.commands.check import check_files, render_text
 from app.config import (
     POLICY_OPTIONS,
     SERVE_OPTIONS,
@@ -40,6 +40,7 @@ from app.config import (
     serve_options,
     settings_from,
 )
+from app.documents import load_yaml
 from app.domain.cluster import (
     PARAM_SETS_SKIPPED,
     ClusterSnapshot,
@@ -47,16 +48,17 @@ from app.domain.cluster import (
     Unverifiable,
     snapshot_of,
 )
-from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.kinds import Guarded, trainer_kind
+from app.domain.evaluate import evaluate
+from app.domain.kinds import Protected, trainer_kind
+from app.domain.review import Operation, Review
 from app.domain.verdict import Code, Verdict
-from app.statefiles import iter_objects, load_yaml
+from app.files.state import iter_objects
 from app.web.request import request_from_body
 from app.web.response import review_response
+from tests.support.paths import ROOT
 
-REPO: Final = Path(__file__).resolve().parent.parent
-RULES: Final = REPO / "docs" / "rules.md"
-CONFIGURATION: Final = REPO / "docs" / "configuration.md"
+RULES: Final = ROOT / "docs" / "rules.md"
+CONFIGURATION: Final = ROOT / "docs" / "configuration.md"
 INTRO: Final = "How a denial looks"
 LIVE_STATE: Final = "examples/cluster"
 REASON: Final = "networks cache not synced: initial list pending"
@@ -226,7 +228,7 @@ def documented_check(example: Example, tmp_path: Path) -> tuple[CheckRun, str]:
 def judged(run: CheckRun) -> tuple[str, list[Verdict]]:
     settings = settings_from(run.args, run.environ)
     notes: list[str] = []
-    results = check_files(REPO / run.args.state, run.args.files, settings, note=notes.append)
+    results = check_files(ROOT / run.args.state, run.args.files, settings, note=notes.append)
     # A state without GKENetworkParamSets says so on stderr (the page says where it applies).
     assert [note for note in notes if note != PARAM_SETS_SKIPPED] == [], notes
     return render_text(results), [r.verdict for r in results]
@@ -251,7 +253,7 @@ def test_example_yields_its_code_and_the_documented_output(
 def live_view(name: str) -> ClusterSnapshot:
     """The examples/cluster state with one part made unavailable, as a live cluster can be."""
     snapshot = snapshot_of(
-        (o.obj for o in iter_objects([REPO / LIVE_STATE])),
+        (o.obj for o in iter_objects([ROOT / LIVE_STATE])),
         recipe_name=settings_from(argparse.Namespace(), {}).recipe_configmap,
         load_yaml=load_yaml,
     )
@@ -276,7 +278,7 @@ def live_review(example: Example) -> tuple[Review, str]:
     if example.live_view == "request":
         review = Review(
             operation=Operation(body["operation"]),
-            kind=Guarded(body["kind"]),
+            kind=Protected(body["kind"]),
             namespace=body.get("namespace", ""),
             name=body["name"],
         )
@@ -325,7 +327,7 @@ def test_the_denial_walkthrough_is_the_webhook_response() -> None:
     args = build_parser().parse_args(argv)
     settings = settings_from(args, environ)
     view = snapshot_of(
-        (o.obj for o in iter_objects([REPO / args.state])),
+        (o.obj for o in iter_objects([ROOT / args.state])),
         recipe_name=settings.recipe_configmap,
         load_yaml=load_yaml,
     )
@@ -348,7 +350,7 @@ def test_the_denial_walkthrough_is_the_webhook_response() -> None:
     assert (
         kubectl.body.removeprefix(lead).rstrip("\n") == documented["response"]["status"]["message"]
     )
-    assert f"name: {WEBHOOK}" in (REPO / "manifests/base/webhook.yaml").read_text(encoding="utf-8")
+    assert f"name: {WEBHOOK}" in (ROOT / "manifests/base/webhook.yaml").read_text(encoding="utf-8")
 
 
 # --- (d) every setting is documented -------------------------------------------------------

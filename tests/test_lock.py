@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 from typing import Final
 
 import pytest
@@ -15,8 +14,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from scripts.lock import LOCK, PLATFORM, PYTHON_VERSION, REGENERATE, build_requirements
+from tests.support.paths import ROOT
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 PYPROJECT: Final = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PIN: Final = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+) \\$")
 HASH: Final = re.compile(r"^ +--hash=sha256:[0-9a-f]{64}(?: \\)?$")

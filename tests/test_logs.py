@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 
 import pytest
 
@@ -51,52 +50,3 @@ def test_the_envelope_then_the_event_fields() -> None:
         "logger": "app.kube.cache",
         "cache": "networks",
     }
-
-
-def _decision_fields() -> list[str]:
-    """The event fields of the decision line, in the order record_decision writes them."""
-    from app.decisions import record_decision
-    from app.domain.verdict import Verdict
-
-    seen: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record)
-
-    handler = Keep()
-    audit = logging.getLogger("nicguard.audit")
-    level = audit.level
-    audit.addHandler(handler)
-    audit.setLevel(logging.INFO)
-    try:
-        record_decision(
-            uid="u", operation="CREATE", dry_run=False, group="g", kind="k", namespace="n",
-            name="x", username="alice", verdict=Verdict(), duration_ms=1.0,
-        )  # fmt: skip
-    finally:
-        audit.removeHandler(handler)
-        audit.setLevel(level)
-    (record,) = seen
-    # What a formatter adds (pytest's own handler formats the record too) is no event field.
-    standard = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-    return [key for key in vars(record) if key not in standard]
-
-
-def test_the_readme_lists_exactly_the_fields_of_the_decision_line() -> None:
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    sentence = readme.split("One audit line per decision:", 1)[1].split(";", 1)[0]
-    listed = [name.split("=")[0] for name in re.findall(r"`([^`]+)`", sentence)]
-    assert listed == _decision_fields()
-
-
-def test_the_operations_page_describes_every_field_of_the_decision_line() -> None:
-    from pathlib import Path
-
-    page = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text("utf-8")
-    table = page.split("Every decision is one line", 1)[1].split("\n\n", 2)[1]
-    rows = [line.split("|")[1] for line in table.splitlines()[2:]]
-    described = [name for row in rows for name in re.findall(r"`([^`]+)`", row)]
-    assert described == _decision_fields()

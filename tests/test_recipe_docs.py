@@ -4,7 +4,6 @@ accepted key, read by the same code nicguard runs."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -12,8 +11,9 @@ import yaml
 
 from app.domain.annotation import InterfaceRef
 from app.domain.recipe import RECIPE_KEYS, recipe_from_configmap
+from tests.support.paths import ROOT
 
-PAGE: Final = Path(__file__).resolve().parents[1] / "docs" / "recipe.md"
+PAGE: Final = ROOT / "docs" / "recipe.md"
 BLOCK: Final = re.compile(r"^```yaml\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 MAPPING: Final = tuple(InterfaceRef(f"eth{i}", f"gpu-nic-{i - 1}") for i in range(1, 9))
 

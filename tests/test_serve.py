@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.cli import main
-from tests.e2e.procs import free_ports, wait_until
+from tests.harness.procs import free_ports, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 

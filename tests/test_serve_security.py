@@ -25,7 +25,7 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e.procs import http_status, tool
+from tests.harness.procs import http_status, tool
 from tests.live_serve import LiveServe, live_serve
 
 ROOT: Final = Path(__file__).resolve().parents[1]

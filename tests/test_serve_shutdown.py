@@ -19,7 +19,7 @@ from typing import Final
 
 import pytest
 
-from tests.e2e.procs import Process, http_status, wait_until
+from tests.harness.procs import Process, http_status, wait_until
 from tests.live_serve import live_serve
 
 # Timing windows on a live process: not the fast unit tier (`make unit`); `make slow` runs them.

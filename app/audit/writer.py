@@ -19,7 +19,7 @@ from typing import Final, Protocol
 from app.domain.cluster import RuntimeKey
 from app.domain.drift import DriftBook, Standing, Transition
 from app.domain.fields import JsonMap
-from app.domain.reports import Audited, ReportApi, event_reason, report, report_namespace
+from app.domain.policy_reports import Audited, ReportApi, event_reason, report, report_namespace
 
 logger = logging.getLogger(__name__)
 

@@ -16,10 +16,11 @@ from typing import Final
 
 from app.domain.annotation import INTERFACES_ANNOTATION, AnnotationSyntaxError, parse_interfaces
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
-from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
-from app.domain.rules.recipe import recipe_candidate
+from app.domain.review import Operation, Review
+from app.domain.rules.binding import recipe_candidate
 from app.domain.template import wired_annotations
 from app.domain.verdict import Code, Verdict, Violation
 

@@ -44,12 +44,14 @@ def trainer_kind(obj: object) -> Kind | None:
     return kind_of(group, str_at(obj, "kind") or "")
 
 
-class Guarded(StrEnum):
-    """What the wiring depends on, guarded against writes that would break it (docs/rules.md)."""
+class Protected(StrEnum):
+    """What the wiring depends on, protected against writes that would break it, and the runtime
+    snapshots Trainer builds a TrainJob's pods from (docs/rules.md)."""
 
     NETWORK = "Network"
     PARAM_SET = "GKENetworkParamSet"
     RECIPE = "ConfigMap"
+    RUNTIME_SNAPSHOT = "RuntimeSnapshot"
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,8 @@ class Profile:
     """The ClusterTrainingRuntime names the profile binds, from the settings."""
     mapping: tuple[InterfaceRef, ...] | None
     device_modes: tuple[tuple[str, str], ...]
+    setting: str = ""
+    """The setting ``runtimes`` reads."""
     _required: dict[str, str | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -66,6 +68,7 @@ def _fixed(*pairs: tuple[str, str]) -> tuple[InterfaceRef, ...]:
 A3_MEGA_TCPXO: Final = Profile(
     name="a3-mega-tcpxo",
     runtimes=lambda policy: policy.recipe_runtimes,
+    setting="recipe-runtimes",
     mapping=None,
     device_modes=(("*", "NetDevice"),),
 )
@@ -74,6 +77,7 @@ A3_MEGA_TCPXO: Final = Profile(
 A4X_GB200_RDMA: Final = Profile(
     name="a4x-gb200-rdma",
     runtimes=lambda policy: policy.rdma_runtimes,
+    setting="rdma-runtimes",
     mapping=_fixed(
         ("eth1", "gvnic-1"),
         ("eth2", "rdma-0"),
@@ -99,26 +103,58 @@ UNBOUND: Final = Binding()
 
 
 def binding_of(kind: Kind, runtime: JsonMap, policy: Policy) -> Binding:
-    """By label (``nicguard.dev/profile``, or ``nicguard.dev/recipe-bound: "true"`` for
-    a3-mega-tcpxo), else, for ClusterTrainingRuntimes, by name in a profile's setting."""
+    """By name in a profile's setting (ClusterTrainingRuntimes only), which outranks every
+    label; else by label (``nicguard.dev/profile``, or ``nicguard.dev/recipe-bound: "true"``
+    for a3-mega-tcpxo). Labels add a binding, never remove one the settings made."""
     # On every request: plain lookups (a key that is not a string matches no label nor name, so
     # the maps need no narrowing), and Binding values made once (_BOUND).
     metadata = runtime.get("metadata")
     if not _is_map(metadata):
         return UNBOUND
     labels = metadata.get("labels")
-    if _is_map(labels) and labels:
-        named = labels.get(PROFILE_LABEL)
-        if isinstance(named, str):
-            return _BOUND.get(named) or _unknown(named)
-        if labels.get(RECIPE_BOUND_LABEL) == "true":
-            return _BOUND[A3_MEGA_TCPXO.name]
+    labels = labels if _is_map(labels) else None
     name = metadata.get("name")
     if kind is Kind.CLUSTER_TRAINING_RUNTIME and isinstance(name, str):
         for profile in PROFILES:
             if name in profile.runtimes(policy):
-                return _BOUND[profile.name]
+                return _by_name(profile, name, labels)
+    if not labels:
+        return UNBOUND
+    named = labels.get(PROFILE_LABEL)
+    if isinstance(named, str):
+        found = _BOUND.get(named)
+        if found is not None:
+            return found
+        if labels.get(RECIPE_BOUND_LABEL) == "true":
+            return Binding(A3_MEGA_TCPXO, _unknown(named).warning)
+        return _unknown(named)
+    if labels.get(RECIPE_BOUND_LABEL) == "true":
+        return _BOUND[A3_MEGA_TCPXO.name]
     return UNBOUND
+
+
+def _by_name(profile: Profile, name: str, labels: Mapping[object, object] | None) -> Binding:
+    """A name binding, with a warning for each label that says otherwise (ignored)."""
+    if not labels:
+        return _BOUND[profile.name]
+    ignored = []
+    named = labels.get(PROFILE_LABEL)
+    if named is not None and named != profile.name:
+        ignored.append(f"{PROFILE_LABEL}: {_quoted(named)}")
+    recipe_bound = labels.get(RECIPE_BOUND_LABEL)
+    if recipe_bound is not None and (recipe_bound != "true" or profile is not A3_MEGA_TCPXO):
+        ignored.append(f"{RECIPE_BOUND_LABEL}: {_quoted(recipe_bound)}")
+    if not ignored:
+        return _BOUND[profile.name]
+    return Binding(
+        profile,
+        f"label {' and '.join(ignored)} ignored: ClusterTrainingRuntime {shown(name)} is bound "
+        f"to {profile.describe()} by name (setting {profile.setting}), which labels never undo",
+    )
+
+
+def _quoted(value: object) -> str:
+    return f'"{shown(value)}"' if isinstance(value, str) else "(not a string)"
 
 
 def _is_map(value: object) -> TypeGuard[Mapping[object, object]]:

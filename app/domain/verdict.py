@@ -34,6 +34,7 @@ class Code(StrEnum):
     PARAM_SET_IN_USE = "ParamSetInUse"
     RECIPE_IN_USE = "RecipeInUse"
     PATCH_DIRECTIVE_UNSUPPORTED = "PatchDirectiveUnsupported"
+    RUNTIME_SNAPSHOT_INVALID = "RuntimeSnapshotInvalid"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 
@@ -116,21 +117,47 @@ class Verdict:
 
 
 @dataclass(slots=True)
-class VerdictBuilder:
-    """Collects findings while the rules run; every rule reports, none stops the others."""
+class Findings:
+    """What the rules found about one object; every builder scoped from one adds to it."""
 
     violations: list[Violation] = field(default_factory=list)
     waived: list[Violation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     recipe: str = NO_RECIPE
+
+
+@dataclass(slots=True)
+class VerdictBuilder:
+    """Collects findings while the rules run; every rule reports, none stops the others."""
+
+    found: Findings = field(default_factory=Findings)
     prefix: str = ""
     """Put before every message and warning, e.g. to name the job a finding is about."""
 
+    @property
+    def violations(self) -> list[Violation]:
+        return self.found.violations
+
+    @property
+    def waived(self) -> list[Violation]:
+        return self.found.waived
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.found.warnings
+
+    @property
+    def recipe(self) -> str:
+        """The recipe consulted; set through any scoped builder, it is the object's."""
+        return self.found.recipe
+
+    @recipe.setter
+    def recipe(self, ref: str) -> None:
+        self.found.recipe = ref
+
     def scoped(self, prefix: str) -> VerdictBuilder:
         """A builder that adds to the same findings, with ``prefix`` before each message."""
-        return VerdictBuilder(
-            self.violations, self.waived, self.warnings, self.recipe, self.prefix + prefix
-        )
+        return VerdictBuilder(self.found, self.prefix + prefix)
 
     def deny(self, violation: Violation) -> None:
         self.violations.append(self._prefixed(violation))

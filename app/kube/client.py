@@ -21,6 +21,7 @@ from kubernetes import config
 from kubernetes.client import ApiClient, ApiException, Configuration
 
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
+from app.kube.credentials import ClientConfigError
 from app.kube.errors import BAD_REQUEST, INVALID, raw_response, read_body, status_of, watch_error
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ INITIAL_EVENTS_SECONDS: Final = 600
 
 # kube-apiserver 1.37 sends watch bookmarks every 60 s, but skips one while the resourceVersion
 # has not moved (a quiet cluster: up to ~121 s between them), and always one 2 s before the
-# watch's timeoutSeconds (measured: scripts/bookmark_cadence.py, docs/operations.md). Short
+# watch's timeoutSeconds (measured; docs/operations.md, "Silent partitions"). Short
 # watches therefore bound the silence of a healthy stream, whatever the cluster does.
 WATCH_SECONDS: Final = (25, 35)
 WATCH_SILENCE_ALLOWANCE: Final = 10.0
@@ -51,10 +52,6 @@ WATCH_SILENCE_ALLOWANCE: Final = 10.0
 def watch_timeout() -> int:
     """A watch's timeoutSeconds: jittered so that replicas' caches do not re-watch in step."""
     return random.randint(*WATCH_SECONDS)  # noqa: S311 - spreads load, not a secret
-
-
-class ClientConfigError(Exception):
-    """Neither in-cluster nor kubeconfig credentials could be loaded; the text says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +127,8 @@ class ApiListWatch:
 
     def list(self) -> Listing:
         """The whole collection: streamed as a watch's initial events where the API server
-        can (Kubernetes' WatchList: from its watch cache, one object per line, about half the
-        time of LIST pages read from etcd, BENCHMARKS.md), else LIST pages."""
+        can (Kubernetes' WatchList: from its watch cache, one object per line, faster than LIST
+        pages read from etcd), else LIST pages."""
         if self._initial_events:
             try:
                 streamed = self._streamed()

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
+from app.documents import load_yaml
 from app.domain.cluster import (
     CacheStatus,
     ClusterSnapshot,
@@ -41,7 +42,6 @@ from app.kube.client import ApiListWatch, get_json
 from app.kube.errors import FORBIDDEN, NOT_FOUND, TRANSPORT_ERRORS, status_of, summary
 from app.kube.rest import config_map_list, custom_object_list
 from app.kube.watch_cache import DEFAULT_PACING, CacheState, ListWatch, Pacing, WatchCache
-from app.statefiles import load_yaml
 
 NETWORK_PLURAL: Final = "networks"
 PARAM_SET_PLURAL: Final = "gkenetworkparamsets"

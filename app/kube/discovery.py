@@ -9,7 +9,7 @@ from typing import Final
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.config import REPORTS_AUTO, REPORTS_OFF
-from app.domain.reports import ReportApi
+from app.domain.policy_reports import ReportApi
 from app.kube.errors import NOT_FOUND, TIMEOUT, read_body, status_of
 
 PREFERENCE: Final = (ReportApi.OPENREPORTS, ReportApi.WGPOLICYK8S)

@@ -14,7 +14,7 @@ from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.drift import Standing
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at
 from app.domain.kinds import Kind
-from app.domain.reports import MANAGED_BY, WIRING_DRIFT, event_note, runtime_reference
+from app.domain.policy_reports import MANAGED_BY, WIRING_DRIFT, event_note, runtime_reference
 from app.kube.errors import TIMEOUT, read_json
 
 FINDINGS_ANNOTATION: Final = "nicguard.dev/findings"

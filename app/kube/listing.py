@@ -10,6 +10,7 @@ from functools import partial
 
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
+from app.documents import load_yaml
 from app.domain.cluster import (
     ClusterSnapshot,
     Networks,
@@ -37,7 +38,6 @@ from app.kube.cluster_view import (
 )
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
 from app.kube.rest import config_map_list
-from app.statefiles import load_yaml
 
 
 class ClusterReadError(Exception):

@@ -10,7 +10,7 @@ from typing import Final
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.domain.fields import JsonMap, as_list, str_at
-from app.domain.reports import MANAGED_BY, REPORT_NAME, ReportApi
+from app.domain.policy_reports import MANAGED_BY, REPORT_NAME, ReportApi
 from app.kube.discovery import served_report_api
 from app.kube.errors import NOT_FOUND, TIMEOUT, read_json, status_of
 
@@ -37,6 +37,8 @@ class ReportWriter:
                 api.version,
                 api.plural("x"),
                 label_selector=_SELECTOR,
+                # By name too: RBAC then narrows the list to resourceNames [nicguard] (rbac.yaml).
+                field_selector=f"metadata.name={REPORT_NAME}",
                 _preload_content=False,
                 _request_timeout=TIMEOUT,
             )

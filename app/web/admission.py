@@ -1,4 +1,4 @@
-"""The webhook endpoint ``POST /validate``: HTTP checks, then translate, evaluate, audit, answer.
+"""The webhook endpoint ``POST /validate``: HTTP checks, translate, evaluate, log, answer.
 
 Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits forever.
 """
@@ -17,12 +17,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import decisions
+from app.domain.assessment import Assessment, assess
 from app.domain.cluster import ClusterView, ObjectName, RuntimeFetch, Unverifiable, WithRuntime
-from app.domain.evaluate import evaluate, runtime_needed
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
 from app.domain.verdict import Code, Verdict, Violation
 from app.metrics import Metrics
+from app.web import peer
 from app.web.body import (
     BODY_TIMEOUT_SECONDS,
     ClientGoneError,
@@ -119,17 +121,18 @@ class _Validate:
         except ClientGoneError:
             return
         else:
-            view = await self._view_for(admission)
-            status, content = 200, self._answer(admission, view, started)
+            assessment = assess(admission.review)
+            view = await self._view_for(admission, assessment)
+            status, content = 200, self._answer(admission, assessment, view, scope, started)
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
-    async def _view_for(self, admission: AdmissionRequest) -> ClusterView:
+    async def _view_for(self, admission: AdmissionRequest, assessment: Assessment) -> ClusterView:
         """The view, plus the TrainJob's runtime read directly when the synced cache lacks it
         (created by the same ``kubectl apply`` a moment ago, its watch event still on the way)."""
         fetch = self._fetch_runtime
-        key = None if fetch is None else runtime_needed(admission.review)
+        key = assessment.runtime
         if fetch is None or key is None or self._view.runtime(*key) is not None:
             return self._view
         found: JsonMap | Unverifiable | None
@@ -146,8 +149,15 @@ class _Validate:
             found = Unverifiable("it is not cached yet and reading it failed")
         return WithRuntime(self._view, key, found)
 
-    def _answer(self, admission: AdmissionRequest, view: ClusterView, started: float) -> bytes:
-        verdict = _evaluate(admission, view, self._policy)
+    def _answer(
+        self,
+        admission: AdmissionRequest,
+        assessment: Assessment,
+        view: ClusterView,
+        scope: Scope,
+        started: float,
+    ) -> bytes:
+        verdict = _evaluate(admission, assessment, view, self._policy)
         seconds = time.perf_counter() - started
         review = admission.review
         operation = review.operation.value
@@ -170,6 +180,8 @@ class _Validate:
             username=admission.username,
             verdict=verdict,
             duration_ms=seconds * 1000,
+            source_address=peer.source_address(scope),
+            client_subject=peer.client_subject(scope),
         )
         return encode_json(review_response(admission, verdict))
 
@@ -183,9 +195,11 @@ def encode_json(value: object) -> bytes:
         return _ENCODER.encode(value).encode()
 
 
-def _evaluate(admission: AdmissionRequest, view: ClusterView, policy: Policy) -> Verdict:
+def _evaluate(
+    admission: AdmissionRequest, assessment: Assessment, view: ClusterView, policy: Policy
+) -> Verdict:
     try:
-        return evaluate(admission.review, view, policy)
+        return evaluate(admission.review, view, policy, assessment=assessment)
     except Exception as error:  # a bug must deny in-band: never allow, never a 5xx
         decisions.record_failure(uid=admission.uid, error=error)
         return Verdict(

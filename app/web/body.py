@@ -62,9 +62,7 @@ async def _read_body(receive: Receive, timeout: float) -> bytes:
 
     Servers call the app once the body is buffered, as a rule, and then receive() returns
     without waiting: no timer is needed. From the first receive() that has to wait, the rest of
-    the read runs under asyncio.wait_for. Against ``async with asyncio.timeout()`` around every
-    read this saves ~5 us of ~95 per request in-process on Python 3.13, the image's, and with
-    the audit line's fast path it keeps make bench's throughput target (BENCHMARKS.md).
+    the read runs under asyncio.wait_for: the common case pays for no timer at all.
     """
     body = _Body()
     while True:

@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from app.documents import load_yaml
 from app.domain.cluster import ObjectName, recipe_of
-from app.domain.evaluate import Operation, Review
 from app.domain.fields import JsonMap, as_map, str_at
-from app.domain.kinds import Guarded, kind_of
+from app.domain.kinds import Protected, kind_of
 from app.domain.network import NETWORK_GROUP
-from app.statefiles import load_yaml
+from app.domain.review import Operation, Review
+from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 
 API_VERSION: Final = "admission.k8s.io/v1"
 KIND: Final = "AdmissionReview"
@@ -27,7 +28,7 @@ class MalformedReviewError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class AdmissionRequest:
-    """One parsed admission request: the core's Review plus what the response and audit need."""
+    """One parsed admission request: the core's Review, plus what the response and log need."""
 
     uid: str
     review: Review
@@ -40,7 +41,8 @@ class AdmissionRequest:
 
 def request_from_body(body: object, recipe: ObjectName | None = None) -> AdmissionRequest:
     """Parse a decoded request body; raises MalformedReviewError. ``recipe`` names the recipe
-    ConfigMap: a request for it is judged (docs/rules.md), any other ConfigMap is not."""
+    ConfigMap: a request for it is judged (docs/rules.md), and so is a write of a runtime
+    snapshot ConfigMap (its ``data.runtime`` decoded here); any other ConfigMap is not."""
     envelope = as_map(body)
     if envelope is None or envelope.get("kind") != KIND:
         raise MalformedReviewError("body is not an AdmissionReview")
@@ -63,10 +65,19 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     namespace = _text(request.get("namespace"))
     name = _text(request.get("name")) or str_at(obj, "metadata", "name") or ""
     username = _text((as_map(request.get("userInfo")) or _EMPTY).get("username"))
-    judged = kind_of(group, kind) or _guarded(group, kind, ObjectName(namespace, name), recipe)
-    written = None
-    if judged is Guarded.RECIPE and obj is not None and recipe is not None:
-        written = recipe_of(obj, recipe, load_yaml)
+    judged = kind_of(group, kind) or _protected(group, kind, ObjectName(namespace, name), recipe)
+    written = old_recipe = snapshot = old_snapshot = None
+    if judged is Protected.RECIPE and recipe is not None:
+        written = None if obj is None else recipe_of(obj, recipe, load_yaml)
+        old_recipe = None if old_obj is None else recipe_of(old_obj, recipe, load_yaml)
+    elif group == "" and kind == Protected.RECIPE and obj is not None:
+        owner = snapshot_owner(obj)
+        if owner is not None:
+            judged = Protected.RUNTIME_SNAPSHOT
+            snapshot = read_snapshot(obj, owner, load_yaml)
+            old_owner = snapshot_owner(old_obj)
+            if old_obj is not None and old_owner is not None:
+                old_snapshot = read_snapshot(old_obj, old_owner, load_yaml)
     return AdmissionRequest(
         uid=uid,
         review=Review(
@@ -79,6 +90,9 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
             name=name,
             username=username,
             written_recipe=written,
+            old_recipe=old_recipe,
+            snapshot=snapshot,
+            old_snapshot=old_snapshot,
         ),
         kind=kind,
         group=group,
@@ -88,12 +102,14 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     )
 
 
-def _guarded(group: str, kind: str, named: ObjectName, recipe: ObjectName | None) -> Guarded | None:
+def _protected(
+    group: str, kind: str, named: ObjectName, recipe: ObjectName | None
+) -> Protected | None:
     """Networks and GKENetworkParamSets, and the recipe ConfigMap (no other ConfigMap)."""
-    if group == NETWORK_GROUP and kind in (Guarded.NETWORK, Guarded.PARAM_SET):
-        return Guarded(kind)
-    if group == "" and kind == Guarded.RECIPE and named == recipe:
-        return Guarded.RECIPE
+    if group == NETWORK_GROUP and kind in (Protected.NETWORK, Protected.PARAM_SET):
+        return Protected(kind)
+    if group == "" and kind == Protected.RECIPE and named == recipe:
+        return Protected.RECIPE
     return None
 
 

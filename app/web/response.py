@@ -1,22 +1,26 @@
 """Building the AdmissionReview response from a verdict, within the apiserver's size limits.
 
 Denials: ``status.message`` one line per violation (<= 1 KiB), ``details.causes`` per violation
-(per dependent it names, for NetworkInUse and its kin);
-warnings <= 120 characters each; auditAnnotations ``decision``, ``violations``, ``grandfathered``
-(when any), ``recipe``.
+(per dependent it names, for NetworkInUse and its kin; at most 20, messages <= 256 bytes, fields
+<= 1 KiB); warnings <= 120 characters each; auditAnnotations ``decision``, ``violations``,
+``grandfathered`` (when any), ``recipe``, each <= 1 KiB with codes listed once.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from app.domain.bounds import codes_once, cut, escaped, shown_field, size
 from app.domain.verdict import Verdict
 from app.web.request import API_VERSION, KIND, AdmissionRequest
 
 MESSAGE_MAX_BYTES: Final = 1024
 WARNING_MAX_CHARS: Final = 120
 WARNINGS_MAX_TOTAL: Final = 2048
-CAUSES_MAX: Final = 64
+CAUSES_MAX: Final = 20
+CAUSE_MESSAGE_MAX_BYTES: Final = 256
+CAUSE_FIELD_MAX_BYTES: Final = 1024
+ANNOTATION_MAX_BYTES: Final = 1024
 FORBIDDEN: Final = 403
 SERVICE_UNAVAILABLE: Final = 503
 _REASONS: Final = {403: "Forbidden", 503: "ServiceUnavailable", 500: "InternalError"}
@@ -39,7 +43,8 @@ def review_response(admission: AdmissionRequest, verdict: Verdict) -> dict[str, 
 
 def subject(admission: AdmissionRequest) -> str:
     namespace = admission.review.namespace
-    return f"{admission.kind}/{namespace + '/' if namespace else ''}{admission.name}"
+    where = f"{admission.kind}/{namespace + '/' if namespace else ''}{admission.name}"
+    return shown_field(where, CAUSE_MESSAGE_MAX_BYTES)
 
 
 def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, object]:
@@ -51,34 +56,55 @@ def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, ob
         "reason": _REASONS[code],
         "message": bounded_message(f"{subject(admission)}: ", lines),
         "details": {
-            "name": admission.name,
-            "group": admission.group,
-            "kind": admission.kind,
-            "causes": [
-                {"reason": v.code.value, "field": field, "message": message}
-                for v in verdict.violations
-                # One cause per object a violation names (dependents), else one per violation.
-                for field, message in (v.causes or ((v.field, v.message),))
-            ][:CAUSES_MAX],
+            "name": shown_field(admission.name, CAUSE_FIELD_MAX_BYTES),
+            "group": shown_field(admission.group, CAUSE_MESSAGE_MAX_BYTES),
+            "kind": shown_field(admission.kind, CAUSE_MESSAGE_MAX_BYTES),
+            "causes": bounded_causes(verdict),
         },
     }
 
 
+def bounded_causes(verdict: Verdict) -> list[dict[str, str]]:
+    """One cause per object a violation names (dependents), else one per violation; at most
+    20, the last saying how many more there are when that is not all."""
+    causes = [
+        (v.code.value, field, message)
+        for v in verdict.violations
+        for field, message in (v.causes or ((v.field, v.message),))
+    ]
+    if len(causes) > CAUSES_MAX:
+        more = len(causes) - CAUSES_MAX + 1
+        reason = causes[CAUSES_MAX - 1][0]
+        causes = [
+            *causes[: CAUSES_MAX - 1],
+            (reason, "", f"... and {more} more (status.message counts the violations)"),
+        ]
+    return [
+        {
+            "reason": reason,
+            "field": shown_field(field, CAUSE_FIELD_MAX_BYTES),
+            "message": shown_field(message, CAUSE_MESSAGE_MAX_BYTES),
+        }
+        for reason, field, message in causes
+    ]
+
+
 def bounded_message(prefix: str, lines: list[str]) -> str:
     """``prefix`` + lines joined by newlines, at most 1 KiB of UTF-8, counting what was cut."""
+    lines = [escaped(line) for line in lines]
     full = prefix + "\n".join(lines)
-    if _size(full) <= MESSAGE_MAX_BYTES:
+    if size(full) <= MESSAGE_MAX_BYTES:
         return full
-    budget = MESSAGE_MAX_BYTES - _size(prefix) - _size(_more(len(lines)))
+    budget = MESSAGE_MAX_BYTES - size(prefix) - size(_more(len(lines)))
     kept: list[str] = []
     for line in lines:
-        cost = _size(line) + (1 if kept else 0)
+        cost = size(line) + (1 if kept else 0)
         if cost > budget:
             break
         kept.append(line)
         budget -= cost
     if not kept:  # not even the first line fits: cut it
-        kept.append(_cut(lines[0], budget))
+        kept.append(cut(lines[0], budget))
     return prefix + "\n".join(kept) + _more(len(lines) - len(kept))
 
 
@@ -91,7 +117,7 @@ def bounded_warnings(warnings: tuple[str, ...]) -> list[str]:
     bounded: list[str] = []
     total = 0
     for index, warning in enumerate(warnings):
-        short = _cut_chars(" ".join(warning.split()), WARNING_MAX_CHARS)
+        short = _cut_chars(escaped(" ".join(warning.split())), WARNING_MAX_CHARS)
         if total + len(short) > WARNINGS_MAX_TOTAL:
             bounded.append(f"... and {len(warnings) - index} more warnings")
             break
@@ -105,26 +131,13 @@ def audit_annotations(verdict: Verdict) -> dict[str, str]:
     ``grandfathered``: the codes UPDATE grandfathering downgraded, absent when none."""
     annotations = {
         "decision": verdict.decision.value,
-        "violations": ",".join(v.code.value for v in verdict.denying),
+        "violations": cut(",".join(codes_once(verdict.denying)), ANNOTATION_MAX_BYTES),
     }
     if verdict.grandfathered:
-        annotations["grandfathered"] = ",".join(v.code.value for v in verdict.grandfathered)
-    annotations["recipe"] = verdict.recipe
+        grandfathered = ",".join(codes_once(verdict.grandfathered))
+        annotations["grandfathered"] = cut(grandfathered, ANNOTATION_MAX_BYTES)
+    annotations["recipe"] = shown_field(verdict.recipe, ANNOTATION_MAX_BYTES)
     return annotations
-
-
-def _size(text: str) -> int:
-    # surrogatepass: a lone surrogate (valid JSON "\ud800") must not turn a denial into a 500.
-    return len(text.encode("utf-8", errors="surrogatepass"))
-
-
-def _cut(text: str, max_bytes: int) -> str:
-    if _size(text) <= max_bytes:
-        return text
-    cut = text.encode("utf-8", errors="surrogatepass")[: max(max_bytes - 3, 0)].decode(
-        "utf-8", errors="ignore"
-    )
-    return cut + "…"
 
 
 def _cut_chars(text: str, max_chars: int) -> str:

@@ -17,7 +17,7 @@ from app.domain.drift import EVERYTHING, Change, Standing
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
-from app.domain.reports import WIRING_DRIFT, WIRING_RESTORED, ReportApi
+from app.domain.policy_reports import WIRING_DRIFT, WIRING_RESTORED, ReportApi
 from tests.builders import GPU_NICS, network, runtime, snapshot, wired
 from tests.kube.test_watch_cache import wait_for
 

@@ -5,6 +5,7 @@ Objects are keyed by apiVersion, kind, namespace and name; the labels Helm adds 
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e.procs import tool
+from tests.harness.procs import tool
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 CHART: Final = ROOT / "charts" / "nicguard"
@@ -31,13 +32,24 @@ HELM_LABELS: Final = frozenset(
 Key = tuple[str, str, str | None, str]
 
 
+@functools.cache
 def helm_path() -> str:
-    """The helm executable; a failure (never a skip) naming ``make helm`` when there is none."""
+    """``$NICGUARD_HELM``, else the helm ``make helm`` built; a failure (never a skip) naming
+    ``make helm`` when there is none."""
     path = os.environ.get("NICGUARD_HELM", "")
+    if not path:
+        found = subprocess.run(
+            [str(ROOT / "scripts" / "helm-bin.sh")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NICGUARD_NO_BUILD": "1"},
+            check=False,
+        )
+        path = found.stdout.strip()
     if not path or not os.access(path, os.X_OK):
         pytest.fail(
-            f"NICGUARD_HELM={path!r} is not an executable helm: run `make helm` and set "
-            'NICGUARD_HELM="$(scripts/helm-bin.sh)" (the Makefile does)'
+            f"no executable helm (NICGUARD_HELM={path!r}): `make helm` builds it into "
+            "~/.cache/nicguard (the Makefile passes it as NICGUARD_HELM)"
         )
     return path
 

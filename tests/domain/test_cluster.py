@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.documents import load_yaml
 from app.domain.cluster import (
     ClusterSnapshot,
     Networks,
@@ -18,7 +19,6 @@ from app.domain.kinds import Kind, trainer_kind
 from app.domain.network import Network, ParamSet
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
-from app.statefiles import load_yaml
 from tests.builders import (
     RECIPE_NAME,
     configmap,

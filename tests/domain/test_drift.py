@@ -30,10 +30,11 @@ from app.domain.drift import (
     named_networks,
     standing_of,
 )
-from app.domain.evaluate import Operation, Review, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import NotReady, Policy
+from app.domain.review import Operation, Review
 from app.domain.verdict import Code, Verdict, Violation
 from tests.builders import (
     GPU_NICS,

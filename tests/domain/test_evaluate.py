@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from app.domain.assessment import runtime_needed, skip_reason
 from app.domain.cluster import WithRuntime
-from app.domain.evaluate import Operation, Review, evaluate, runtime_needed, skip_reason
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
+from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -36,6 +38,24 @@ def _deleting(obj: JsonMap) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
+    "request_",
+    [
+        pytest.param(
+            review(_deleting(BAD), operation=Operation.UPDATE, old=_deleting(runtime("plain"))),
+            id="spec-change-of-a-terminating-object",
+        ),
+        pytest.param(
+            review(_deleting(BAD), operation=Operation.UPDATE), id="terminating-without-old-object"
+        ),
+        pytest.param(review(_deleting(BAD)), id="create-with-deletion-timestamp"),
+    ],
+)
+def test_terminating_objects_are_judged_unless_only_metadata_changes(request_: Review) -> None:
+    assert skip_reason(request_) is None
+    assert not evaluate(request_, snapshot(), Policy()).allowed
+
+
+@pytest.mark.parametrize(
     ("request_", "reason"),
     [
         pytest.param(review(BAD, operation=Operation.DELETE), "DELETE is not checked", id="delete"),
@@ -50,10 +70,9 @@ def _deleting(obj: JsonMap) -> dict[str, object]:
             "subresource status is not checked",
             id="status-update",
         ),
-        pytest.param(review(_deleting(BAD)), "object is being deleted", id="deletion-timestamp"),
         pytest.param(
-            review(_deleting(BAD), operation=Operation.UPDATE, old=BAD),
-            "object is being deleted",
+            review(_deleting(BAD), operation=Operation.UPDATE, old=_deleting(BAD)),
+            "object is being deleted and the update changes nothing outside metadata",
             id="finalizer-removal-update",
         ),
         pytest.param(

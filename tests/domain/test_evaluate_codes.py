@@ -129,9 +129,15 @@ CASES = {
 }
 
 
-# Produced by deleting what the wiring depends on or writing the recipe, not by a CREATE of a
-# Trainer object: tests/domain/rules/test_protect.py.
-GUARD_CODES = {Code.NETWORK_IN_USE, Code.PARAM_SET_IN_USE, Code.RECIPE_IN_USE}
+# Produced by deleting what the wiring depends on or writing the recipe (tests/domain/rules/
+# test_protect.py), or by a runtime snapshot (tests/domain/test_snapshot.py), not by a
+# CREATE of a Trainer object.
+GUARD_CODES = {
+    Code.NETWORK_IN_USE,
+    Code.PARAM_SET_IN_USE,
+    Code.RECIPE_IN_USE,
+    Code.RUNTIME_SNAPSHOT_INVALID,
+}
 
 
 def test_the_table_below_covers_every_code() -> None:

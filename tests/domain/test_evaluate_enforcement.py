@@ -7,9 +7,10 @@ from dataclasses import replace
 import pytest
 
 from app.domain.cluster import ClusterSnapshot, Unverifiable
-from app.domain.evaluate import Operation, Review, evaluate
-from app.domain.kinds import Guarded
+from app.domain.evaluate import evaluate
+from app.domain.kinds import Protected
 from app.domain.policy import Enforcement, NotReady, Policy, Protect
+from app.domain.review import Operation, Review
 from app.domain.verdict import Code, Decision, Verdict, Violation
 from tests.builders import (
     PAIRS,
@@ -53,7 +54,7 @@ def test_the_decision_of_a_verdict(
 
 
 def _delete_network(name: str) -> Review:
-    return Review(operation=Operation.DELETE, kind=Guarded.NETWORK, name=name, username="alice")
+    return Review(operation=Operation.DELETE, kind=Protected.NETWORK, name=name, username="alice")
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.evaluate import Operation, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.policy import Policy
+from app.domain.review import Operation
 from app.domain.slim import slim_runtime
 from app.domain.template import PodTemplate, wired_jobs, wired_templates
 from app.domain.verdict import Verdict

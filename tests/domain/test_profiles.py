@@ -53,24 +53,25 @@ CTR = Kind.CLUSTER_TRAINING_RUNTIME
         ),
         pytest.param(
             CTR,
-            RDMA_RUNTIME,
-            {PROFILE_LABEL: "a3-mega-tcpxo"},
+            TCPXO_RUNTIME,
+            {PROFILE_LABEL: "a3-mega-tcpxo", RECIPE_BOUND_LABEL: "true"},
             Policy(),
             A3_MEGA_TCPXO,
-            id="the-label-wins-over-the-name",
+            id="labels-agreeing-with-the-name",
         ),
         pytest.param(
-            CTR,
-            TCPXO_RUNTIME,
-            {RECIPE_BOUND_LABEL: "false"},
+            TR,
+            "x",
+            {PROFILE_LABEL: "a4x-gb200-rdma", RECIPE_BOUND_LABEL: "true"},
             Policy(),
-            A3_MEGA_TCPXO,
-            id="a-false-recipe-label-leaves-the-name",
+            A4X_GB200_RDMA,
+            id="the-profile-label-before-the-recipe-label",
         ),
         pytest.param(CTR, "other", None, Policy(), None, id="unbound"),
+        pytest.param(CTR, "other", {"team": "a"}, Policy(), None, id="other-labels"),
     ],
 )
-def test_a_runtime_binds_by_label_then_by_name(
+def test_a_runtime_binds_by_name_then_by_label(
     kind: Kind,
     name: str,
     labels: dict[str, str] | None,
@@ -81,8 +82,87 @@ def test_a_runtime_binds_by_label_then_by_name(
     assert (found.profile, found.warning) == (expected, "")
 
 
+NAME_BINDING = (
+    "ignored: ClusterTrainingRuntime {name} is bound to profile {profile} by name "
+    "(setting {setting}), which labels never undo"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "labels", "expected", "ignored"),
+    [
+        pytest.param(
+            TCPXO_RUNTIME,
+            {PROFILE_LABEL: ""},
+            A3_MEGA_TCPXO,
+            'nicguard.dev/profile: ""',
+            id="empty-profile-label",
+        ),
+        pytest.param(
+            TCPXO_RUNTIME,
+            {PROFILE_LABEL: "a3-high-tcpx"},
+            A3_MEGA_TCPXO,
+            'nicguard.dev/profile: "a3-high-tcpx"',
+            id="unknown-profile-label",
+        ),
+        pytest.param(
+            TCPXO_RUNTIME,
+            {PROFILE_LABEL: "a4x-gb200-rdma"},
+            A3_MEGA_TCPXO,
+            'nicguard.dev/profile: "a4x-gb200-rdma"',
+            id="another-profile-label",
+        ),
+        pytest.param(
+            RDMA_RUNTIME,
+            {PROFILE_LABEL: "a3-mega-tcpxo"},
+            A4X_GB200_RDMA,
+            'nicguard.dev/profile: "a3-mega-tcpxo"',
+            id="rdma-name-over-a3-label",
+        ),
+        pytest.param(
+            TCPXO_RUNTIME,
+            {RECIPE_BOUND_LABEL: "false"},
+            A3_MEGA_TCPXO,
+            'nicguard.dev/recipe-bound: "false"',
+            id="false-recipe-label",
+        ),
+        pytest.param(
+            RDMA_RUNTIME,
+            {RECIPE_BOUND_LABEL: "true", PROFILE_LABEL: 7},
+            A4X_GB200_RDMA,
+            'nicguard.dev/profile: (not a string) and nicguard.dev/recipe-bound: "true"',
+            id="recipe-label-on-rdma-name",
+        ),
+    ],
+)
+def test_the_settings_name_binding_outranks_every_label(
+    name: str, labels: dict[str, object], expected: Profile, ignored: str
+) -> None:
+    found = binding_of(CTR, runtime(name, labels=labels), Policy())
+    assert found.profile is expected
+    assert found.warning == f"label {ignored} " + NAME_BINDING.format(
+        name=name, profile=expected.name, setting=expected.setting
+    )
+
+
+def test_a_name_bound_runtime_relabelled_away_is_still_refused() -> None:
+    swapped = [*PAIRS[:2], PAIRS[3], PAIRS[2], *PAIRS[4:]]
+    for labels in ({PROFILE_LABEL: ""}, {PROFILE_LABEL: "x"}, {PROFILE_LABEL: "a4x-gb200-rdma"}):
+        obj = runtime(TCPXO_RUNTIME, annotations=wired(swapped), labels=labels)
+        verdict = evaluate(review(obj), snapshot(), Policy())
+        assert codes(verdict) == ("MappingDivergesFromRecipe",)
+        assert not any("binds it" in w for w in verdict.warnings), verdict.warnings
+
+
+def test_an_unknown_profile_label_beside_the_recipe_label_binds_the_recipe() -> None:
+    obj = runtime("x", kind=TR, labels={PROFILE_LABEL: "nope", RECIPE_BOUND_LABEL: "true"})
+    found = binding_of(TR, obj, Policy())
+    assert found.profile is A3_MEGA_TCPXO
+    assert "nope names no known profile" in found.warning
+
+
 def test_an_unknown_profile_label_binds_nothing_and_names_the_known_ones() -> None:
-    obj = runtime(RDMA_RUNTIME, labels={PROFILE_LABEL: "a3-high-tcpx"})
+    obj = runtime("other-rdma", labels={PROFILE_LABEL: "a3-high-tcpx"})
     found = binding_of(CTR, obj, Policy())
     assert found.profile is None
     assert found.warning == (
@@ -237,3 +317,7 @@ def test_the_required_mode_memo_is_bounded_and_answers_alike_beyond_it() -> None
     assert [profile.required_mode(n) for n in names] == ["RDMA"] * 5000 + [None]
     assert len(profile._required) == 4096
     assert profile.required_mode("gpu-nic-0") is None  # past the memo: computed again
+
+
+def test_a_runtime_whose_metadata_is_not_an_object_is_unbound() -> None:
+    assert binding_of(CTR, {"metadata": "x"}, Policy()).profile is None

@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
+from app.documents import load_yaml
 from app.domain.annotation import InterfaceRef
 from app.domain.recipe import Recipe, recipe_from_configmap
-from app.statefiles import load_yaml
 from tests.builders import PAIRS, TCPXO_MANIFEST, Pair, entries, plain_recipe, recipe_result
 
 MAPPING = tuple(InterfaceRef(name, net) for name, net in PAIRS)

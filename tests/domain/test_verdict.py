@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.domain.policy import NotReady, OnUnverifiable, Policy
@@ -53,6 +55,19 @@ def test_the_builder_collects_denials_waivers_and_notes_in_order() -> None:
         violations=(_v(Code.NETWORK_NOT_FOUND), _v(Code.RECIPE_INVALID)),
         waived=(_v(Code.NETWORK_NOT_READY),),
         warnings=("[NetworkNotReady] m NetworkNotReady", "a note"),
+        recipe="ns/r@1",
+    )
+
+
+def test_a_scoped_builder_adds_to_the_same_findings_and_recipe() -> None:
+    out = VerdictBuilder()
+    scoped = out.scoped("node job: ")
+    scoped.deny(_v(Code.NETWORK_NOT_FOUND))
+    scoped.note("a note")
+    scoped.recipe = "ns/r@1"
+    assert out.build() == Verdict(
+        violations=(replace(_v(Code.NETWORK_NOT_FOUND), message="node job: m NetworkNotFound"),),
+        warnings=("node job: a note",),
         recipe="ns/r@1",
     )
 

@@ -30,6 +30,7 @@ def test_the_violation_codes_are_exactly_the_spec_list() -> None:
         "ParamSetInUse",
         "RecipeInUse",
         "PatchDirectiveUnsupported",
+        "RuntimeSnapshotInvalid",
         "ClusterStateUnavailable",
     ]
 

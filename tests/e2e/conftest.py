@@ -12,9 +12,9 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.e2e.objects import TRAINER_V2_1, TRAINER_V2_3, Trainer, unique
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import create_namespace, recipe_ref as read_recipe_ref
+from tests.harness.objects import TRAINER_V2_1, TRAINER_V2_3, Trainer, unique
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import create_namespace, recipe_ref as read_recipe_ref
 
 # The session stack of each Trainer release, by fixture name.
 TRAINER_STACKS = {TRAINER_V2_3: "trainer_v2_3_stack", TRAINER_V2_1: "trainer_v2_1_stack"}

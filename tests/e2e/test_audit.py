@@ -25,8 +25,8 @@ from typing import Final
 import pytest
 import yaml
 
-from tests.e2e import expect
-from tests.e2e.audit import (
+from tests.harness import expect
+from tests.harness.audit import (
     CLUSTER_EVENTS,
     DRIFT,
     NUMBERS,
@@ -62,11 +62,11 @@ from tests.e2e.audit import (
     verdicts_of_audit,
     wait_reports_quiet,
 )
-from tests.e2e.objects import RECIPE_PAIRS, Obj, runtime, unique
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, populate, recipe_edited, running
-from tests.e2e.state import NETWORKS, checked, create_namespace, install_report_crds, set_status
-from tests.e2e.webhook import Nicguard
+from tests.harness.objects import RECIPE_PAIRS, Obj, runtime, unique
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, populate, recipe_edited, running
+from tests.harness.state import NETWORKS, checked, create_namespace, install_report_crds, set_status
+from tests.harness.webhook import Nicguard
 
 pytestmark = pytest.mark.e2e
 

@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from cryptography import x509
 
-from tests.e2e import expect
-from tests.e2e.certs import (
+from tests.harness import expect
+from tests.harness.certs import (
     Cluster,
     ca_bundles,
     certificates,
@@ -31,10 +31,10 @@ from tests.e2e.certs import (
     secret_data,
     without_ca,
 )
-from tests.e2e.objects import RECIPE_PAIRS, runtime, unique, with_pairs
-from tests.e2e.procs import http_status, wait_until
-from tests.e2e.stack import populate
-from tests.e2e.webhook import Nicguard
+from tests.harness.objects import RECIPE_PAIRS, runtime, unique, with_pairs
+from tests.harness.procs import http_status, wait_until
+from tests.harness.stack import populate
+from tests.harness.webhook import Nicguard
 
 pytestmark = pytest.mark.e2e
 

@@ -21,9 +21,9 @@ import pytest
 
 from app.certificates.certdir import CertFiles, issue_self_signed
 from tests.client_certs import issue_client_cert
-from tests.e2e import expect
-from tests.e2e.controlplane import ControlPlane
-from tests.e2e.faults import (
+from tests.harness import expect
+from tests.harness.controlplane import ControlPlane
+from tests.harness.faults import (
     ALLOWED,
     DIVERGES,
     example_review,
@@ -32,11 +32,11 @@ from tests.e2e.faults import (
     outcome,
     post_review,
 )
-from tests.e2e.objects import RECIPE_PAIRS, WEBHOOK, runtime, unique, with_pairs
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, populate
-from tests.e2e.state import grant_developers, install_crds
-from tests.e2e.webhook import Nicguard, install_base, register, wait_effective
+from tests.harness.objects import RECIPE_PAIRS, WEBHOOK, runtime, unique, with_pairs
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, populate
+from tests.harness.state import grant_developers, install_crds
+from tests.harness.webhook import Nicguard, install_base, register, wait_effective
 
 pytestmark = pytest.mark.e2e
 
@@ -166,8 +166,12 @@ def test_the_apiserver_authenticates_with_its_client_certificate(mutual: Mutual)
         mutual.stack.apply(runtime(name, recipe_bound=True)),
         f"clustertrainingruntime.trainer.kubeflow.org/{name} created",
     )
-    judged = [d["allowed"] for d in mutual.nicguard.decisions() if d["resource_name"] == name]
-    assert judged == [False, True]
+    lines = [d for d in mutual.nicguard.decisions() if d["resource_name"] == name]
+    assert [d["allowed"] for d in lines] == [False, True]
+    # Each line names its sender: the apiserver's loopback address and its client certificate.
+    for line in lines:
+        assert line["source_address"].startswith("127.0.0.1:"), line
+        assert line["client_subject"] == "CN=kube-apiserver", line
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.state import install_crds
-from tests.e2e.webhook import BASE_KINDS, install_base, rendered_manifests
+from tests.harness import expect
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.state import install_crds
+from tests.harness.webhook import BASE_KINDS, install_base, rendered_manifests
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,8 @@ import pytest
 
 from app.kube.client import WATCH_SECONDS, WATCH_SILENCE_ALLOWANCE
 from app.kube.watch_cache import DEFAULT_PACING
-from tests.e2e import expect
-from tests.e2e.faults import (
+from tests.harness import expect
+from tests.harness.faults import (
     DIVERGES,
     RECOVERY_TIMEOUT,
     UNAVAILABLE,
@@ -36,7 +36,7 @@ from tests.e2e.faults import (
     relists,
     synced_caches,
 )
-from tests.e2e.objects import (
+from tests.harness.objects import (
     DENIED,
     INTERFACES,
     RECIPE_PAIRS,
@@ -48,9 +48,9 @@ from tests.e2e.objects import (
     unique,
     with_pairs,
 )
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import network_backed_runtime, wait_for_recipe
-from tests.e2e.state import (
+from tests.harness.procs import wait_until
+from tests.harness.stack import network_backed_runtime, wait_for_recipe
+from tests.harness.state import (
     NETWORKS,
     RECIPE,
     Run,
@@ -61,7 +61,7 @@ from tests.e2e.state import (
     eventually,
     set_status,
 )
-from tests.e2e.webhook import Nicguard
+from tests.harness.webhook import Nicguard
 
 pytestmark = pytest.mark.e2e
 

@@ -14,10 +14,10 @@ from typing import Final
 import pytest
 
 from tests.chart.render import CHART, NAMESPACE, documents, helm_path, template_run
-from tests.e2e import expect
-from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.objects import example
-from tests.e2e.state import (
+from tests.harness import expect
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.objects import example
+from tests.harness.state import (
     CRDS,
     ESTABLISH_TIMEOUT,
     apply_networks,
@@ -27,7 +27,7 @@ from tests.e2e.state import (
     eventually,
     install_crds,
 )
-from tests.e2e.webhook import Nicguard, wait_effective
+from tests.harness.webhook import Nicguard, wait_effective
 
 pytestmark = pytest.mark.e2e
 
@@ -118,7 +118,7 @@ def installed(tmp_path: Path) -> Iterator[tuple[ControlPlane, Nicguard]]:
         apply_recipe(cluster)
         post_render = ["--post-renderer", sys.executable]
         post_render += [
-            f"--post-renderer-args={a}" for a in ("-m", "tests.e2e.helm_url", nicguard.url)
+            f"--post-renderer-args={a}" for a in ("-m", "tests.harness.helm_url", nicguard.url)
         ]
         run = helm(
             cluster, "install", "nicguard", str(CHART), "--namespace", NAMESPACE, *post_render,

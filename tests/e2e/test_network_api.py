@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import example, runtime, unique
-from tests.e2e.stack import Stack, running
-from tests.e2e.state import create_namespace
+from tests.harness import expect
+from tests.harness.objects import example, runtime, unique
+from tests.harness.stack import Stack, running
+from tests.harness.state import create_namespace
 
 pytestmark = pytest.mark.e2e
 

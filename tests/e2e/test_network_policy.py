@@ -10,9 +10,9 @@ from typing import Final
 import pytest
 
 from tests.chart.render import NAMESPACE, documents, template_run
-from tests.e2e import expect
-from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.state import checked
+from tests.harness import expect
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.state import checked
 
 pytestmark = pytest.mark.e2e
 

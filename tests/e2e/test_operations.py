@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import RECIPE_PAIRS, WEBHOOK, as_list, runtime, unique, with_pairs
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack
-from tests.e2e.webhook import wait_effective
+from tests.harness import expect
+from tests.harness.objects import RECIPE_PAIRS, WEBHOOK, as_list, runtime, unique, with_pairs
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack
+from tests.harness.webhook import wait_effective
 
 pytestmark = pytest.mark.e2e
 

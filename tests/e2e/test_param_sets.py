@@ -14,8 +14,8 @@ from typing import Final
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.audit import (
+from tests.harness import expect
+from tests.harness.audit import (
     DRIFT,
     RESTORED,
     Api,
@@ -27,7 +27,7 @@ from tests.e2e.audit import (
     metrics,
     new_events,
 )
-from tests.e2e.objects import (
+from tests.harness.objects import (
     Obj,
     conditions,
     network,
@@ -36,9 +36,9 @@ from tests.e2e.objects import (
     runtime,
     unique,
 )
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, populate, ready_network, running
-from tests.e2e.state import (
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, populate, ready_network, running
+from tests.harness.state import (
     NETWORKS,
     PARAM_SETS,
     Run,

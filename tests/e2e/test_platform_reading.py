@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import (
+from tests.harness import expect
+from tests.harness.objects import (
     INTERFACES,
     PATCH_MANAGER,
     POD_TEMPLATE_OVERRIDES,
@@ -28,8 +28,8 @@ from tests.e2e.objects import (
     unique,
     with_pairs,
 )
-from tests.e2e.stack import Stack
-from tests.e2e.state import create_namespace, eventually
+from tests.harness.stack import Stack
+from tests.harness.state import create_namespace, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -17,12 +17,21 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e import expect
-from tests.e2e.audit import DRIFT, RESTORED, Api, audit_events, count, gauge, metrics, new_events
-from tests.e2e.objects import Obj, param_set_status, unique
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, ready_network, running
-from tests.e2e.state import PARAM_SETS, Run, checked, create_namespace, eventually, set_status
+from tests.harness import expect
+from tests.harness.audit import (
+    DRIFT,
+    RESTORED,
+    Api,
+    audit_events,
+    count,
+    gauge,
+    metrics,
+    new_events,
+)
+from tests.harness.objects import Obj, param_set_status, unique
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, ready_network, running
+from tests.harness.state import PARAM_SETS, Run, checked, create_namespace, eventually, set_status
 
 pytestmark = pytest.mark.e2e
 

@@ -10,10 +10,10 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e import expect
-from tests.e2e.objects import RECIPE_PAIRS, as_list, param_set, unique, with_pairs
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import (
+from tests.harness import expect
+from tests.harness.objects import RECIPE_PAIRS, as_list, param_set, unique, with_pairs
+from tests.harness.procs import wait_until
+from tests.harness.stack import (
     Stack,
     network_backed_runtime,
     populate,
@@ -21,7 +21,7 @@ from tests.e2e.stack import (
     running,
     wait_for_recipe,
 )
-from tests.e2e.state import NETWORKS, PARAM_SETS, RECIPE, checked
+from tests.harness.state import NETWORKS, PARAM_SETS, RECIPE, checked
 
 pytestmark = pytest.mark.e2e
 
@@ -220,7 +220,12 @@ def test_other_configmaps_never_reach_nicguard(stack: Stack) -> None:
     other = maps[0] | {"metadata": {"name": "not-the-recipe", "namespace": RECIPE[0]}}
     checked(stack.apply(other, who="admin"), "writing a ConfigMap beside the recipe")
     after = _webhook_calls(stack)
-    for webhook in ("recipe.nicguard.dev", "protect.nicguard.dev", "validate.nicguard.dev"):
+    for webhook in (
+        "recipe.nicguard.dev",
+        "protect.nicguard.dev",
+        "validate.nicguard.dev",
+        "snapshot.nicguard.dev",
+    ):
         assert after.get(webhook, 0.0) == before.get(webhook, 0.0), (webhook, before, after)
     assert _judged_requests(stack) == judged
 

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import (
+from tests.harness import expect
+from tests.harness.objects import (
     RECIPE_PAIRS,
     Obj,
     example,
@@ -20,8 +20,8 @@ from tests.e2e.objects import (
     unique,
     with_pairs,
 )
-from tests.e2e.stack import Stack, recipe_edited
-from tests.e2e.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, RECIPE, checked, eventually
+from tests.harness.stack import Stack, recipe_edited
+from tests.harness.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, RECIPE, checked, eventually
 
 pytestmark = pytest.mark.e2e
 

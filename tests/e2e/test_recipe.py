@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.e2e import expect
-from tests.e2e.objects import RECIPE_PAIRS, runtime, unique
-from tests.e2e.stack import Stack, recipe_edited
-from tests.e2e.state import eventually
+from tests.harness import expect
+from tests.harness.objects import RECIPE_PAIRS, runtime, unique
+from tests.harness.stack import Stack, recipe_edited
+from tests.harness.state import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -19,13 +19,21 @@ from typing import Final
 import pytest
 
 from app.certificates.certdir import CertFiles, issue_self_signed
-from tests.e2e.controlplane import KUBECTL, KUBECTL_TIMEOUT, ControlPlane
-from tests.e2e.faults import Proxy, Tally, numbers, tls_context
-from tests.e2e.objects import DENIED, RECIPE_PAIRS, WEBHOOK, as_list, runtime, unique, with_pairs
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, populate
-from tests.e2e.state import Run, grant_developers, install_crds
-from tests.e2e.webhook import Nicguard, install_base, register_url
+from tests.harness.controlplane import KUBECTL, KUBECTL_TIMEOUT, ControlPlane
+from tests.harness.faults import Proxy, Tally, numbers, tls_context
+from tests.harness.objects import (
+    DENIED,
+    RECIPE_PAIRS,
+    WEBHOOK,
+    as_list,
+    runtime,
+    unique,
+    with_pairs,
+)
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, populate
+from tests.harness.state import Run, grant_developers, install_crds
+from tests.harness.webhook import Nicguard, install_base, register_url
 
 pytestmark = pytest.mark.e2e
 

@@ -9,12 +9,20 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import RECIPE_PAIRS, WEBHOOK, as_list, runtime, trainjob, unique, with_pairs
-from tests.e2e.procs import wait_until
-from tests.e2e.stack import Stack, populate, running
-from tests.e2e.state import AS_BREAK_GLASS, checked, eventually
 from tests.e2e.test_operations import nicguard_annotations
+from tests.harness import expect
+from tests.harness.objects import (
+    RECIPE_PAIRS,
+    WEBHOOK,
+    as_list,
+    runtime,
+    trainjob,
+    unique,
+    with_pairs,
+)
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, populate, running
+from tests.harness.state import AS_BREAK_GLASS, checked, eventually
 
 pytestmark = pytest.mark.e2e
 

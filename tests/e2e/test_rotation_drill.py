@@ -22,7 +22,7 @@ from typing import Final
 
 import pytest
 
-from tests.e2e.certs import (
+from tests.harness.certs import (
     Cluster,
     ca_bundles,
     certificates,
@@ -32,10 +32,10 @@ from tests.e2e.certs import (
     secret_data,
     webhook_name,
 )
-from tests.e2e.objects import RECIPE_PAIRS, runtime, unique, with_pairs
-from tests.e2e.procs import http_status, wait_until
-from tests.e2e.stack import wait_for_recipe
-from tests.e2e.state import Run, apply_networks, apply_recipe
+from tests.harness.objects import RECIPE_PAIRS, runtime, unique, with_pairs
+from tests.harness.procs import http_status, wait_until
+from tests.harness.stack import wait_for_recipe
+from tests.harness.state import Run, apply_networks, apply_recipe
 
 pytestmark = pytest.mark.e2e
 

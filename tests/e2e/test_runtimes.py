@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import (
+from tests.harness import expect
+from tests.harness.objects import (
     RECIPE_PAIRS,
     conditions,
     example,
@@ -14,8 +14,8 @@ from tests.e2e.objects import (
     unique,
     with_pairs,
 )
-from tests.e2e.stack import Stack, ready_network
-from tests.e2e.state import NETWORKS, eventually, set_status
+from tests.harness.stack import Stack, ready_network
+from tests.harness.state import NETWORKS, eventually, set_status
 
 pytestmark = pytest.mark.e2e
 

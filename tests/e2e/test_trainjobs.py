@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import example, for_trainer, trainjob, unique
-from tests.e2e.stack import Stack, network_backed_runtime
-from tests.e2e.state import NETWORKS, delete_past_nicguard, eventually
+from tests.harness import expect
+from tests.harness.objects import example, for_trainer, trainjob, unique
+from tests.harness.stack import Stack, network_backed_runtime
+from tests.harness.state import NETWORKS, delete_past_nicguard, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -12,11 +12,11 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e import expect
-from tests.e2e.controlplane import ROOT, ControlPlane
-from tests.e2e.objects import as_list, load
-from tests.e2e.state import RECIPE, checked, install_crds
-from tests.e2e.webhook import rendered_manifests
+from tests.harness import expect
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.objects import as_list, load
+from tests.harness.state import RECIPE, checked, install_crds
+from tests.harness.webhook import rendered_manifests
 
 pytestmark = pytest.mark.e2e
 

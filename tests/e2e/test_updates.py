@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import expect
-from tests.e2e.objects import (
+from tests.harness import expect
+from tests.harness.objects import (
     INTERFACES,
     RECIPE_PAIRS,
     interfaces,
@@ -19,8 +19,8 @@ from tests.e2e.objects import (
     trainjob,
     unique,
 )
-from tests.e2e.stack import Stack, network_backed_runtime
-from tests.e2e.state import NETWORKS, delete_past_nicguard, eventually
+from tests.harness.stack import Stack, network_backed_runtime
+from tests.harness.state import NETWORKS, delete_past_nicguard, eventually
 
 pytestmark = pytest.mark.e2e
 

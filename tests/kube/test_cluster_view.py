@@ -6,13 +6,11 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from immutables import Map
-from kubernetes.client import ApiClient, ApiException, Configuration
+from kubernetes.client import ApiException
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, Networks, ObjectName, Unverifiable
@@ -25,14 +23,23 @@ from app.domain.slim import slim_runtime
 from app.kube.client import (
     INITIAL_EVENTS_SECONDS,
     WATCH_SECONDS,
-    ClientConfigError,
     Listing,
     WatchEvent,
     load_api_client,
 )
 from app.kube.cluster_view import KubeClusterView, Sources
+from app.kube.credentials import ClientConfigError
 from app.kube.watch_cache import Pacing
 from tests.kube.test_watch_cache import FAST, Held, ScriptedSource, Stream, wait_for
+from tests.support.apiserver import (
+    Answer,
+    Request,
+    Respond,
+    Silence,
+    Watch,
+    client_of,
+    status,
+)
 
 RECIPE = ObjectName("nicguard-system", "nicguard-recipe")
 PAIRS = [(f"eth{n}", f"gpu-nic-{n - 1}") for n in range(1, 9)]
@@ -218,140 +225,96 @@ def test_a_forbidden_cache_makes_only_its_answers_unverifiable(make_view: MakeVi
     assert status["networks"].last_event_age_seconds is not None
 
 
-class _ApiServer(ThreadingHTTPServer):
-    """Answers the four LIST/WATCH paths like a kube-apiserver would, recording each query."""
+def cluster_of_a_view() -> Respond:
+    """Answers the LIST/WATCH and GET paths of a view like a kube-apiserver without WatchList
+    would: networks in two pages then one watch event, the recipe's ConfigMap empty, no CTR
+    API, TrainingRuntimes forbidden; GETs of named CTRs present, garbled or silent."""
+    network_watches = 0
+    group = "/apis/trainer.kubeflow.org/v1alpha1/"
 
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.queries: list[tuple[str, dict[str, str]]] = []
-        self.closing = threading.Event()
-        self.network_watches = 0
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        return  # a client that hung up on a held watch is expected here
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive and chunked watch streams, as the apiserver does
-    server: _ApiServer
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base signature
-        return
-
-    def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        query = {key: values[0] for key, values in parse_qs(url.query).items()}
-        self.server.queries.append((url.path, query))
-        group = "/apis/trainer.kubeflow.org/v1alpha1/"
+    def respond(request: Request) -> Answer:
+        nonlocal network_watches
+        path, query = request.path, request.query
         if query.get("sendInitialEvents") == "true":  # as kube-apiserver without WatchList
-            self._reply(422, {"kind": "Status", "code": 422, "reason": "Invalid"})
-        elif url.path.startswith(group + "clustertrainingruntimes/"):
-            self._get_runtime(url.path.rsplit("/", 1)[1])
-        elif url.path.startswith(group + "namespaces/"):
-            self._reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
-        elif url.path == group + "clustertrainingruntimes":
-            self._reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
-        elif url.path == group + "trainingruntimes":
-            self._reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
-        elif query.get("watch") != "true" and url.path.endswith("/networks"):
+            return status(422, "Invalid")
+        if path.startswith(group + "clustertrainingruntimes/"):
+            return get_runtime(path.rsplit("/", 1)[1])
+        if path.startswith(group + "namespaces/") or path == group + "trainingruntimes":
+            return status(403, "Forbidden")
+        if path == group + "clustertrainingruntimes":
+            return status(404, "NotFound")
+        if query.get("watch") != "true" and path.endswith("/networks"):
             # Two pages: the continue token of the first fetches the second.
             page = "continue" in query
             metadata = {"resourceVersion": "100"} | ({} if page else {"continue": "p2"})
-            items = [network("gpu-nic-2" if page else "gpu-nic-0")]
-            self._reply(200, {"items": items, "metadata": metadata})
-        elif query.get("watch") != "true":
-            self._reply(200, {"items": [], "metadata": {"resourceVersion": "100"}})
-        elif url.path.endswith("/networks") and self.server.network_watches == 0:
-            self.server.network_watches += 1
-            self._stream({"type": "ADDED", "object": network("gpu-nic-1", version="101")})
-        else:
-            self._stream(None)  # a quiet watch, held open until teardown
+            return 200, {
+                "items": [network("gpu-nic-2" if page else "gpu-nic-0")],
+                "metadata": metadata,
+            }
+        if query.get("watch") != "true":
+            return 200, {"items": [], "metadata": {"resourceVersion": "100"}}
+        if path.endswith("/networks") and network_watches == 0:
+            network_watches += 1
+            return Watch(({"type": "ADDED", "object": network("gpu-nic-1", version="101")},))
+        return Watch(hold=True)  # a quiet watch, held open until teardown
 
-    def _get_runtime(self, name: str) -> None:
+    def get_runtime(name: str) -> Answer:
         if name == "present":
-            self._reply(200, runtime("ClusterTrainingRuntime", "present"))
-        elif name == "garbled":
-            self._reply(200, ["not", "an", "object"])
-        elif name == "silent":
-            self.server.closing.wait()  # no answer until teardown: the GET times out
-        else:
-            self._reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+            return 200, runtime("ClusterTrainingRuntime", "present")
+        if name == "garbled":
+            return 200, ["not", "an", "object"]
+        if name == "silent":
+            return Silence()  # no answer until teardown: the GET times out
+        return status(404, "NotFound")
 
-    def _reply(self, code: int, body: object) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _stream(self, event: object) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        if event is None:
-            self.server.closing.wait()
-        else:
-            line = json.dumps(event).encode() + b"\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-        self.wfile.write(b"0\r\n\r\n")
+    return respond
 
 
 @pytest.mark.slow  # asserts that stopping takes under 0.9 s
 def test_from_api_client_lists_and_watches_through_the_generated_client() -> None:
-    server = _ApiServer()
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    api_client = ApiClient(Configuration(host=f"http://127.0.0.1:{server.server_port}"))
-    pacing = Pacing(backoff_base=0.01, backoff_cap=0.05, recheck=0.05)
-    view = KubeClusterView.from_api_client(api_client, RECIPE, pacing=pacing)
-    view.start()
-    try:
-        wait_for(lambda: all(s.synced for s in view.status()[:3]))
-        wait_for(lambda: len(getattr(view.networks(), "by_name", {})) == 3)
-        assert view.recipe() == RecipeMissing(ref=str(RECIPE))
-        assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
-        wait_for(lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable))
-        queries = [q for p, q in server.queries if p.endswith("/networks")][:4]
-        watch_seconds = int(queries[3].pop("timeoutSeconds"))
-        assert WATCH_SECONDS[0] <= watch_seconds <= WATCH_SECONDS[1]  # short, jittered
-        assert queries == [
-            # The initial events first; refused, the LIST pages.
-            {
-                "watch": "true",
-                "sendInitialEvents": "true",
-                "resourceVersionMatch": "NotOlderThan",
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": str(INITIAL_EVENTS_SECONDS),
-            },
-            {"limit": "100"},
-            {"limit": "100", "continue": "p2"},
-            {"watch": "true", "resourceVersion": "100", "allowWatchBookmarks": "true"},
-        ]
-        configmaps = dict(server.queries)["/api/v1/namespaces/nicguard-system/configmaps"]
-        assert configmaps["fieldSelector"] == "metadata.name=nicguard-recipe"
-        started = time.monotonic()
-        view.stop()  # the quiet watches are still held open by the server
-        assert not view.alive()
-        assert time.monotonic() - started < 0.9
-    finally:
-        view.stop()
-        server.closing.set()
-        server.shutdown()
-        server.server_close()
-        api_client.rest_client.close()
+    with client_of(cluster_of_a_view()) as (server, api_client):
+        pacing = Pacing(backoff_base=0.01, backoff_cap=0.05, recheck=0.05)
+        view = KubeClusterView.from_api_client(api_client, RECIPE, pacing=pacing)
+        view.start()
+        try:
+            wait_for(lambda: all(s.synced for s in view.status()[:3]))
+            wait_for(lambda: len(getattr(view.networks(), "by_name", {})) == 3)
+            assert view.recipe() == RecipeMissing(ref=str(RECIPE))
+            assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
+            wait_for(
+                lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable)
+            )
+            queries = [q for p, q in server.queries if p.endswith("/networks")][:4]
+            watch_seconds = int(queries[3].pop("timeoutSeconds"))
+            assert WATCH_SECONDS[0] <= watch_seconds <= WATCH_SECONDS[1]  # short, jittered
+            assert queries == [
+                # The initial events first; refused, the LIST pages.
+                {
+                    "watch": "true",
+                    "sendInitialEvents": "true",
+                    "resourceVersionMatch": "NotOlderThan",
+                    "allowWatchBookmarks": "true",
+                    "timeoutSeconds": str(INITIAL_EVENTS_SECONDS),
+                },
+                {"limit": "100"},
+                {"limit": "100", "continue": "p2"},
+                {"watch": "true", "resourceVersion": "100", "allowWatchBookmarks": "true"},
+            ]
+            configmaps = dict(server.queries)["/api/v1/namespaces/nicguard-system/configmaps"]
+            assert configmaps["fieldSelector"] == "metadata.name=nicguard-recipe"
+            started = time.monotonic()
+            view.stop()  # the quiet watches are still held open by the server
+            assert not view.alive()
+            assert time.monotonic() - started < 0.9
+        finally:
+            view.stop()
 
 
 @pytest.mark.slow  # asserts that an unanswered GET gives up within one 1 s attempt
 def test_fetch_runtime_gets_one_runtime_through_the_generated_client() -> None:
-    server = _ApiServer()
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    api_client = ApiClient(Configuration(host=f"http://127.0.0.1:{server.server_port}"))
-    view = KubeClusterView.from_api_client(api_client, RECIPE)
-    fetch = view.fetch_runtime
-    try:
+    with client_of(cluster_of_a_view()) as (server, api_client):
+        view = KubeClusterView.from_api_client(api_client, RECIPE)
+        fetch = view.fetch_runtime
         found = fetch(Kind.CLUSTER_TRAINING_RUNTIME, "ignored", "present")
         assert found == slim_runtime(runtime("ClusterTrainingRuntime", "present"))
         assert fetch(Kind.CLUSTER_TRAINING_RUNTIME, "", "absent") is None
@@ -375,11 +338,6 @@ def test_fetch_runtime_gets_one_runtime_through_the_generated_client() -> None:
         assert (
             paths[2] == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainingruntimes/x"
         )
-    finally:
-        server.closing.set()
-        server.shutdown()
-        server.server_close()
-        api_client.rest_client.close()
 
 
 def test_without_an_api_fetch_runtime_finds_nothing(make_view: MakeView) -> None:

@@ -10,14 +10,14 @@ import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import yaml
 from prometheus_client import Metric
 
-ROOT: Final = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 RULES: Final = ROOT / "charts" / "nicguard" / "files" / "prometheus-rules.yaml"
 DASHBOARD: Final = ROOT / "charts" / "nicguard" / "files" / "grafana-dashboard.json"
 

@@ -12,7 +12,8 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.monitoring.promql import ROOT, RULES, alerts, dashboard, panel_queries, promtool
+from tests.monitoring.promql import RULES, alerts, dashboard, panel_queries, promtool
+from tests.support.paths import ROOT
 
 RULES_TEST: Final = Path(__file__).with_name("rules_test.yaml")
 MONITORING_DOC: Final = ROOT / "docs" / "monitoring.md"

@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterSnapshot, Networks, RuntimeKey, Unverifiable, runtime_key
-from app.domain.evaluate import Operation
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.network import Network
 from app.domain.policy import NotReady, OnUnverifiable, Policy
 from app.domain.recipe import RECIPE_KEYS, Recipe, RecipeMissing
+from app.domain.review import Operation
 from app.domain.verdict import Code, Verdict, Violation
 from tests.builders import (
     DEFAULT_INTERFACE,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
+from app.domain.assessment import skip_reason
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
-from app.domain.evaluate import Operation, Review, evaluate, skip_reason
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind, runtime_ref_of
 from app.domain.policy import NotReady, OnUnverifiable, Policy
+from app.domain.review import Operation, Review
 from app.domain.slim import slim_runtime
 from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.verdict import Code, Verdict

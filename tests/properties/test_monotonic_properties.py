@@ -16,8 +16,9 @@ from typing import Final
 from hypothesis import given, settings, strategies as st
 
 from app.domain.cluster import ClusterSnapshot, Unverifiable
-from app.domain.evaluate import Operation, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.policy import Policy
+from app.domain.review import Operation
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from hypothesis import given, settings, strategies as st
 
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
-from app.domain.evaluate import Operation, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
+from app.domain.review import Operation
 from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.wiring import Wiring, trainjob_wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, runtime, trainjob

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 import yaml
 from hypothesis import given, settings, strategies as st
 
+from app.documents import DocumentError, load_yaml
 from app.domain.annotation import InterfaceRef
 from app.domain.recipe import PLAIN_KEY, RECIPE_KEYS, LoadYaml, Recipe, recipe_from_configmap
-from app.statefiles import DocumentError, load_yaml
 from tests.builders import PAIRS, Pair, entries, plain_recipe, recipe_result
 from tests.properties.strategies import (
     finite_json_values,

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.documents import load_yaml
 from app.domain.cluster import CacheStatus, ClusterSnapshot, ClusterView, ObjectName, snapshot_of
 from app.domain.policy import Policy
+from app.files.state import load_objects
 from app.metrics import Metrics
-from app.statefiles import load_objects, load_yaml
 from app.web.admission import create_admission_app
+from tests.support.paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = ROOT / "examples"
 RECIPE = ObjectName("nicguard-system", "nicguard-recipe")
 
 

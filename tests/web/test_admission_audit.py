@@ -35,6 +35,7 @@ KEYS = [
     "warnings",
     "recipe",
     "duration_ms",
+    "source_address",
 ]
 
 
@@ -44,7 +45,7 @@ def audit_stream() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
-    audit = logging.getLogger("nicguard.audit")
+    audit = logging.getLogger("nicguard.decisions")
     level = audit.level
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)
@@ -56,16 +57,22 @@ def audit_stream() -> Iterator[io.StringIO]:
 
 
 @pytest.mark.parametrize(
-    ("name", "username"),
+    ("name", "username", "shown"),
     [
-        pytest.param(None, None, id="ASCII"),
-        pytest.param("tést☃", "zoë", id="non-ASCII"),
-        pytest.param("t\ud800x", "al\udfffice", id="lone surrogates"),
-        pytest.param("del\x7fete", "ctl\x01", id="control characters"),
+        pytest.param(None, None, None, id="ASCII"),
+        pytest.param("tést☃", "zoë", ("tést☃", "zoë"), id="non-ASCII"),
+        pytest.param(
+            "t\ud800x", "al\udfffice", ("t\\ud800x", "al\\udfffice"), id="lone surrogates"
+        ),
+        pytest.param("del\x7fete", "ctl\x01", ("del\\x7fete", "ctl\\x01"), id="control characters"),
     ],
 )
 def test_one_line_per_decision_written_as_the_json_module_writes_it(
-    client: TestClient, audit_stream: io.StringIO, name: str | None, username: str | None
+    client: TestClient,
+    audit_stream: io.StringIO,
+    name: str | None,
+    username: str | None,
+    shown: tuple[str, str] | None,
 ) -> None:
     review = sample_review("drifted-runtime")
     if name is not None:
@@ -79,9 +86,10 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
     assert list(decoded) == KEYS
     assert line == json.dumps(decoded, separators=(",", ":"))
     assert line.isascii()
-    assert decoded["resource_name"] == review["request"]["name"]
-    assert decoded["request_username"] == review["request"]["userInfo"]["username"]
-    assert (decoded["severity"], decoded["logger"]) == ("INFO", "nicguard.audit")
+    # Object-supplied text is escaped: no raw control character, even inside the JSON string.
+    expected = shown or (review["request"]["name"], review["request"]["userInfo"]["username"])
+    assert (decoded["resource_name"], decoded["request_username"]) == expected
+    assert (decoded["severity"], decoded["logger"]) == ("INFO", "nicguard.decisions")
     assert decoded["violation_codes"] == ["MappingDivergesFromRecipe"]
     assert (decoded["decision"], decoded["grandfathered_codes"]) == ("denied", [])
 
@@ -89,7 +97,7 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
 def test_no_decision_line_below_the_configured_level(
     client: TestClient, audit_stream: io.StringIO
 ) -> None:
-    logging.getLogger("nicguard.audit").setLevel(logging.WARNING)
+    logging.getLogger("nicguard.decisions").setLevel(logging.WARNING)
     reply = client.post("/validate", json=sample_review("good-runtime"))
     assert reply.status_code == 200
     assert audit_stream.getvalue() == ""

@@ -90,7 +90,7 @@ def test_deleting_the_param_set_of_an_in_use_network_is_refused(client: TestClie
     assert response["status"]["details"]["causes"][0]["reason"] == "ParamSetInUse"
 
 
-def test_the_recipe_is_guarded_and_no_other_configmap_is(client: TestClient) -> None:
+def test_the_recipe_is_protected_and_no_other_configmap_is(client: TestClient) -> None:
     seven = _recipe(RECIPE_PAIRS[:7])
     denied = _post(
         client,
@@ -133,7 +133,7 @@ def test_the_namespace_controller_deletes_anything(client: TestClient) -> None:
     assert _post(client, review)["allowed"] is True
 
 
-def test_bad_input_on_the_guarded_path_is_a_clear_answer_never_a_500(client: TestClient) -> None:
+def test_bad_input_on_the_protected_path_is_a_clear_answer_never_a_500(client: TestClient) -> None:
     nameless = _post(client, _review(NETWORK, "DELETE", ""))
     assert nameless["allowed"] is True  # a Network named "" is used by nothing
     garbled = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"tcpxoInterfaces": 5}}

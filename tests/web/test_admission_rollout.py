@@ -12,10 +12,11 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, snapshot_of
 from app.domain.fields import str_at
 from app.domain.policy import Enforcement, Policy
-from app.statefiles import load_objects, load_yaml
+from app.files.state import load_objects
 from app.web.response import WARNING_MAX_CHARS
 from tests.web.conftest import EXAMPLES, RECIPE, make_client, sample_review
 
@@ -88,7 +89,7 @@ def test_warn_allows_a_denial_with_its_lines_as_warnings_audited_logged_and_coun
     example_state: ClusterSnapshot, caplog: pytest.LogCaptureFixture
 ) -> None:
     client, metrics = make_client(example_state, WARN)
-    with caplog.at_level(logging.INFO, logger="nicguard.audit"):
+    with caplog.at_level(logging.INFO, logger="nicguard.decisions"):
         response = post(client, sample_review("drifted-runtime"))
     assert response["allowed"] is True
     assert "status" not in response
@@ -137,7 +138,7 @@ def test_an_update_keeping_drifted_wiring_records_the_grandfathered_codes(
     new = copy.deepcopy(old)
     new["metadata"].setdefault("labels", {})["team"] = "vision"
     client, _ = make_client(drifted_state)
-    with caplog.at_level(logging.INFO, logger="nicguard.audit"):
+    with caplog.at_level(logging.INFO, logger="nicguard.decisions"):
         response = post(client, review_of(new, operation="UPDATE", old=old))
     assert response["allowed"] is True
     assert response["auditAnnotations"] == {

@@ -19,7 +19,7 @@ from app.domain.kinds import Kind
 from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
-from app.domain.rules.recipe import recipe_candidate
+from app.domain.rules.binding import recipe_candidate
 from app.domain.template import PodTemplate, wired_templates
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import template_wiring
@@ -28,6 +28,7 @@ LISTED_MAX: Final = 10
 """Dependents a message names; the rest are counted."""
 _BLAST_NAMED: Final = 3
 _FIELD: Final = "metadata.name"
+_OWNERS_FIELD: Final = "metadata.ownerReferences"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +100,24 @@ def recipe_deletion(view: ClusterView, policy: Policy, out: VerdictBuilder) -> N
     )
 
 
-def recipe_write(written: Recipe, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
-    """RecipeInvalid for an invalid recipe; a valid one is allowed with its blast radius."""
+Owners = tuple[JsonMap, ...]
+"""``metadata.ownerReferences`` entries of a ConfigMap."""
+
+
+def recipe_write(
+    written: Recipe,
+    view: ClusterView,
+    policy: Policy,
+    out: VerdictBuilder,
+    *,
+    old: Recipe | None = None,
+    owners: tuple[Owners, Owners] = ((), ()),
+) -> None:
+    """RecipeInvalid for an invalid recipe or an owner added to it; RecipeInUse for an update
+    that switches a delivering recipe off while runtimes are bound to it; a valid one is allowed
+    with its blast radius. ``old`` is the recipe an UPDATE replaces, ``owners`` the new and old
+    owner references."""
+    _owned(written, owners, policy, out)
     if written.problem is not None:
         _refuse(
             out,
@@ -114,6 +131,8 @@ def recipe_write(written: Recipe, view: ClusterView, policy: Policy, out: Verdic
         )
         return
     if written.mapping is None:
+        if old is not None and old.mapping is not None:
+            _switched_off(written, view, policy, out)
         return
     runtimes = view.runtimes()
     if not isinstance(runtimes, Unverifiable):
@@ -121,6 +140,67 @@ def recipe_write(written: Recipe, view: ClusterView, policy: Policy, out: Verdic
     networks = view.networks()
     if isinstance(networks, Networks):
         _unusable(written.mapping, networks, out)
+
+
+def _owned(
+    written: Recipe, owners: tuple[Owners, Owners], policy: Policy, out: VerdictBuilder
+) -> None:
+    """An owner reference hands the recipe's deletion to the garbage collector, which nicguard
+    never holds: adding one is RecipeInvalid; the ones it had are named in a warning."""
+    new, old = owners
+    had = {_owner_identity(owner) for owner in old}
+    added = [owner for owner in new if _owner_identity(owner) not in had]
+    kept = [owner for owner in new if _owner_identity(owner) in had]
+    if kept:
+        out.note(
+            f"[{Code.RECIPE_INVALID}] the recipe ConfigMap {_recipe_name(written)} has owners "
+            f"({_listing([_owner_name(o) for o in kept], _BLAST_NAMED)}): the garbage collector "
+            "deletes it with them"
+        )
+    if added:
+        _refuse(
+            out,
+            policy,
+            Violation(
+                code=Code.RECIPE_INVALID,
+                field=_OWNERS_FIELD,
+                message=f"the recipe ConfigMap {_recipe_name(written)} must not get an owner "
+                f"({_listing([_owner_name(o) for o in added], _BLAST_NAMED)}): the garbage "
+                "collector, which nicguard never holds, would delete the recipe with it",
+            ),
+        )
+
+
+def _owner_identity(owner: JsonMap) -> tuple[object, ...]:
+    uid = owner.get("uid")
+    if isinstance(uid, str) and uid:
+        return (uid,)
+    return (owner.get("apiVersion"), owner.get("kind"), owner.get("name"))
+
+
+def _owner_name(owner: JsonMap) -> str:
+    kind, name = owner.get("kind"), owner.get("name")
+    kind_text = shown(kind) if isinstance(kind, str) else "owner"
+    return f"{kind_text} {shown(name) if isinstance(name, str) else '(unnamed)'}"
+
+
+def _switched_off(written: Recipe, view: ClusterView, policy: Policy, out: VerdictBuilder) -> None:
+    """RecipeInUse: the update makes a delivering recipe deliver nothing while runtimes are
+    bound to it, which unbinds them all at once (deleting it by other means)."""
+    runtimes = view.runtimes()
+    if isinstance(runtimes, Unverifiable):
+        cannot_decide(out, policy, _FIELD, f"runtimes cannot be read: {runtimes.reason}")
+        return
+    _refuse_in_use(
+        out,
+        policy,
+        Code.RECIPE_IN_USE,
+        f"the recipe {_recipe_name(written)} binds",
+        [Dependent(_runtime_name(key), ()) for key, _ in _bound(runtimes, policy)],
+        "this update makes it deliver no mapping (the kubeflow-trainer component disabled or "
+        "without the TCPXO runtime), which would unbind them all",
+        field="data",
+    )
 
 
 def _diverging(
@@ -229,6 +309,8 @@ def _refuse_in_use(
     lead: str,
     dependents: list[Dependent],
     consequence: str,
+    *,
+    field: str = _FIELD,
 ) -> None:
     """One violation naming the first ``LISTED_MAX`` dependents, a cause for each; none without
     dependents."""
@@ -239,10 +321,10 @@ def _refuse_in_use(
         policy,
         Violation(
             code=code,
-            field=_FIELD,
+            field=field,
             message=f"{lead} {_listing([d.describe() for d in dependents], LISTED_MAX)}; "
             f"{consequence}",
-            causes=tuple((_FIELD, d.describe()) for d in dependents[:LISTED_MAX]),
+            causes=tuple((field, d.describe()) for d in dependents[:LISTED_MAX]),
         ),
     )
 

@@ -77,6 +77,17 @@ clientConfig:
 {{- end }}
 
 {{/*
+The only identities every webhook exempts (manifests/base/webhook.yaml): the namespace controller
+and the garbage collector, or the controller manager where they share its credentials.
+*/}}
+{{- define "nicguard.exemptControllers" -}}
+- name: not-system-component
+  expression: >-
+    !(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller',
+    'system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager'])
+{{- end }}
+
+{{/*
 A chart file the monitoring objects are built from; fails clearly when it is not in the chart.
 */}}
 {{- define "nicguard.chartFile" -}}

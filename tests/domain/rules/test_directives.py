@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from app.domain.evaluate import Operation, evaluate
+from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
+from app.domain.review import Operation
 from app.domain.template import ANCESTOR_LABEL
 from tests.builders import (
     codes,

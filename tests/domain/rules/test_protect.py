@@ -11,21 +11,25 @@ from dataclasses import replace
 
 import pytest
 
+from app.documents import load_yaml
+from app.domain.assessment import EXEMPT_USERS
 from app.domain.cluster import ClusterSnapshot, Unverifiable
-from app.domain.evaluate import EXEMPT_USERS, Operation, Review, evaluate
-from app.domain.kinds import Guarded, Kind
+from app.domain.evaluate import evaluate
+from app.domain.kinds import Kind, Protected
 from app.domain.policy import Policy, Protect
-from app.domain.recipe import recipe_from_configmap
+from app.domain.recipe import Recipe, recipe_from_configmap
+from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
-from app.statefiles import load_yaml
 from tests.builders import (
     GPU_NICS,
     PAIRS,
     RECIPE_BOUND,
+    TCPXO_MANIFEST,
     entries,
     mpi_runtime,
     network,
     plain_recipe,
+    recipe_result,
     runtime,
     snapshot,
     wired,
@@ -37,7 +41,7 @@ TEAM = runtime("team-tr", kind=Kind.TRAINING_RUNTIME, annotations=wired())  # no
 SWAPPED = (PAIRS[1], PAIRS[0], *PAIRS[2:])
 
 
-def _delete(kind: Guarded, name: str, *, user: str = "alice") -> Review:
+def _delete(kind: Protected, name: str, *, user: str = "alice") -> Review:
     return Review(operation=Operation.DELETE, kind=kind, name=name, username=user)
 
 
@@ -47,7 +51,7 @@ def _write(data: dict[str, str], operation: Operation = Operation.UPDATE) -> Rev
     )
     return Review(
         operation=operation,
-        kind=Guarded.RECIPE,
+        kind=Protected.RECIPE,
         namespace="nicguard-system",
         name="nicguard-recipe",
         obj={"metadata": {"name": "nicguard-recipe"}, "data": data},
@@ -80,7 +84,7 @@ def _messages(verdict: Verdict) -> list[str]:
 def test_deleting_a_network_in_use_names_each_dependent_and_its_interface(
     view: ClusterSnapshot, dependents: list[str]
 ) -> None:
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), view, Policy())
     (violation,) = verdict.violations
     assert violation.code == "NetworkInUse"
     assert violation.message == (
@@ -92,14 +96,14 @@ def test_deleting_a_network_in_use_names_each_dependent_and_its_interface(
 
 def test_an_unused_network_deletes_fine() -> None:
     view = snapshot(TCPXO, networks=[*GPU_NICS, "spare"])
-    assert evaluate(_delete(Guarded.NETWORK, "spare"), view, Policy()) == Verdict()
+    assert evaluate(_delete(Protected.NETWORK, "spare"), view, Policy()) == Verdict()
 
 
 def test_more_than_ten_dependents_are_counted_and_causes_stay_ten() -> None:
     many = [
         runtime(f"tr-{i:02d}", kind=Kind.TRAINING_RUNTIME, annotations=wired()) for i in range(14)
     ]
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-0"), snapshot(*many), Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-0"), snapshot(*many), Policy())
     (violation,) = verdict.violations
     assert "TrainingRuntime team/tr-08 (eth1) and 5 more; deleting it" in violation.message
     assert len(violation.causes) == 10
@@ -108,7 +112,7 @@ def test_more_than_ten_dependents_are_counted_and_causes_stay_ten() -> None:
 def test_a_launcher_wired_as_a_node_is_a_dependent_too() -> None:
     mpi = mpi_runtime("mpi", launcher=wired([("eth1", "only-launcher")]), node=wired())
     view = snapshot(mpi, no_recipe=True, networks=[*GPU_NICS, "only-launcher"])
-    verdict = evaluate(_delete(Guarded.NETWORK, "only-launcher"), view, Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "only-launcher"), view, Policy())
     assert [m for _, m in verdict.violations[0].causes] == ["ClusterTrainingRuntime mpi (eth1)"]
 
 
@@ -120,7 +124,7 @@ def test_a_launcher_wired_as_a_node_is_a_dependent_too() -> None:
     ],
 )
 def test_an_unsynced_cache_is_cluster_state_unavailable(view: ClusterSnapshot) -> None:
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), view, Policy())
     assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
     assert verdict.undecided
 
@@ -132,7 +136,7 @@ def test_an_unsynced_cache_is_cluster_state_unavailable(view: ClusterSnapshot) -
 def test_protect_decides_between_deny_warn_and_off(
     protect: Protect, allowed: bool, warned: bool
 ) -> None:
-    verdict = evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), snapshot(), Policy(protect=protect))
+    verdict = evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), snapshot(), Policy(protect=protect))
     assert verdict.allowed is allowed
     assert bool(verdict.warnings) is warned
     if warned:
@@ -141,17 +145,20 @@ def test_protect_decides_between_deny_warn_and_off(
 
 @pytest.mark.parametrize("user", sorted(EXEMPT_USERS))
 def test_the_namespace_controller_and_garbage_collector_are_never_blocked(user: str) -> None:
-    assert evaluate(_delete(Guarded.NETWORK, "gpu-nic-3", user=user), snapshot(), Policy()).allowed
+    assert evaluate(
+        _delete(Protected.NETWORK, "gpu-nic-3", user=user), snapshot(), Policy()
+    ).allowed
 
 
 @pytest.mark.parametrize(
     "request_",
     [
         pytest.param(
-            Review(operation=Operation.CREATE, kind=Guarded.NETWORK, name="gpu-nic-3"), id="create"
+            Review(operation=Operation.CREATE, kind=Protected.NETWORK, name="gpu-nic-3"),
+            id="create",
         ),
         pytest.param(
-            replace(_delete(Guarded.NETWORK, "gpu-nic-3"), subresource="status"), id="status"
+            replace(_delete(Protected.NETWORK, "gpu-nic-3"), subresource="status"), id="status"
         ),
     ],
 )
@@ -160,7 +167,7 @@ def test_only_deletes_of_networks_are_judged(request_: Review) -> None:
 
 
 def test_deleting_the_param_set_behind_an_in_use_network_is_refused() -> None:
-    verdict = evaluate(_delete(Guarded.PARAM_SET, "gpu-nic-3"), snapshot(TCPXO), Policy())
+    verdict = evaluate(_delete(Protected.PARAM_SET, "gpu-nic-3"), snapshot(TCPXO), Policy())
     (violation,) = verdict.violations
     assert violation.code == "ParamSetInUse"
     assert violation.message == (
@@ -182,19 +189,19 @@ def test_deleting_the_param_set_behind_an_in_use_network_is_refused() -> None:
 def test_a_param_set_that_no_in_use_network_references_deletes_fine(
     view: ClusterSnapshot, name: str
 ) -> None:
-    assert evaluate(_delete(Guarded.PARAM_SET, name), view, Policy()).allowed
+    assert evaluate(_delete(Protected.PARAM_SET, name), view, Policy()).allowed
 
 
 def test_param_set_deletion_needs_the_networks() -> None:
     view = replace(snapshot(), network_state=Unverifiable("networks cache not synced"))
-    verdict = evaluate(_delete(Guarded.PARAM_SET, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.PARAM_SET, "gpu-nic-3"), view, Policy())
     assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
 
 
 def test_deleting_the_recipe_while_it_binds_a_runtime_is_refused() -> None:
     bound = runtime("custom", labels={RECIPE_BOUND: "true"}, annotations=wired())
     verdict = evaluate(
-        _delete(Guarded.RECIPE, "nicguard-recipe"), snapshot(TCPXO, bound, TEAM), Policy()
+        _delete(Protected.RECIPE, "nicguard-recipe"), snapshot(TCPXO, bound, TEAM), Policy()
     )
     (violation,) = verdict.violations
     assert violation.code == "RecipeInUse"
@@ -216,12 +223,12 @@ def test_deleting_the_recipe_while_it_binds_a_runtime_is_refused() -> None:
     ],
 )
 def test_a_recipe_that_binds_nothing_deletes_fine(view: ClusterSnapshot) -> None:
-    assert evaluate(_delete(Guarded.RECIPE, "nicguard-recipe"), view, Policy()).allowed
+    assert evaluate(_delete(Protected.RECIPE, "nicguard-recipe"), view, Policy()).allowed
 
 
 def test_recipe_deletion_needs_the_runtimes() -> None:
     view = replace(snapshot(TCPXO), runtime_state=Unverifiable("runtimes cache not synced"))
-    verdict = evaluate(_delete(Guarded.RECIPE, "nicguard-recipe"), view, Policy())
+    verdict = evaluate(_delete(Protected.RECIPE, "nicguard-recipe"), view, Policy())
     assert _messages(verdict) == [
         "[ClusterStateUnavailable] nicguard cannot decide: runtimes cannot be read: runtimes "
         "cache not synced"
@@ -270,12 +277,12 @@ def test_runtimes_whose_wiring_cannot_be_read_name_no_network() -> None:
         runtime("malformed", annotations={"networking.gke.io/interfaces": "[nope"}),
     ]
     view = snapshot(*unreadable, no_recipe=True)
-    assert evaluate(_delete(Guarded.NETWORK, "gpu-nic-3"), view, Policy()).allowed
+    assert evaluate(_delete(Protected.NETWORK, "gpu-nic-3"), view, Policy()).allowed
 
 
 def test_param_set_deletion_needs_the_runtimes_of_its_networks() -> None:
     view = replace(snapshot(), runtime_state=Unverifiable("runtimes cache not synced"))
-    verdict = evaluate(_delete(Guarded.PARAM_SET, "gpu-nic-3"), view, Policy())
+    verdict = evaluate(_delete(Protected.PARAM_SET, "gpu-nic-3"), view, Policy())
     assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
 
 
@@ -307,3 +314,122 @@ def test_the_blast_radius_names_three_and_counts_the_rest() -> None:
         f"{lead} tcpxo-2",
         "[MappingDivergesFromRecipe] ... and 2 more",
     )
+
+
+def _update(
+    data: dict[str, str],
+    old_data: dict[str, str],
+    *,
+    owners: list[dict[str, object]] | None = None,
+    old_owners: list[dict[str, object]] | None = None,
+) -> Review:
+    def configmap(
+        content: dict[str, str], refs: list[dict[str, object]] | None
+    ) -> dict[str, object]:
+        metadata: dict[str, object] = {"name": "nicguard-recipe"}
+        if refs is not None:
+            metadata["ownerReferences"] = refs
+        return {"metadata": metadata, "data": content}
+
+    def read(content: dict[str, str], version: str) -> Recipe:
+        return recipe_from_configmap(
+            content, ref=f"nicguard-system/nicguard-recipe@{version}", load_yaml=load_yaml
+        )
+
+    return Review(
+        operation=Operation.UPDATE,
+        kind=Protected.RECIPE,
+        namespace="nicguard-system",
+        name="nicguard-recipe",
+        obj=configmap(data, owners),
+        old_obj=configmap(old_data, old_owners),
+        written_recipe=read(data, "9"),
+        old_recipe=read(old_data, "8"),
+    )
+
+
+def _result(*, enabled: object = None, manifests: tuple[str, ...] | None = None) -> dict[str, str]:
+    result = recipe_result(enabled=enabled, manifests=manifests or (TCPXO_MANIFEST,))
+    return {"recipe.yaml": json.dumps(result)}
+
+
+@pytest.mark.parametrize(
+    "switched_off",
+    [
+        pytest.param(_result(enabled=False), id="overrides-enabled-false"),
+        pytest.param(_result(manifests=("components/x.yaml",)), id="tcpxo-manifest-dropped"),
+        pytest.param({"recipe.yaml": json.dumps({"kind": "RecipeResult"})}, id="component-removed"),
+    ],
+)
+def test_an_update_switching_a_delivering_recipe_off_while_runtimes_are_bound_is_refused(
+    switched_off: dict[str, str],
+) -> None:
+    verdict = evaluate(_update(switched_off, _result()), snapshot(TCPXO, TEAM), Policy())
+    (violation,) = verdict.violations
+    assert violation.code == "RecipeInUse"
+    assert violation.field == "data"
+    assert violation.message.startswith(
+        f"the {RECIPE} binds ClusterTrainingRuntime torch-distributed-tcpxo; this update makes it "
+        "deliver no mapping"
+    )
+
+
+def test_switching_the_recipe_off_binding_nothing_or_that_delivered_nothing_is_allowed() -> None:
+    assert evaluate(_update(_result(enabled=False), _result()), snapshot(TEAM), Policy()).allowed
+    off = _result(enabled=False)
+    assert evaluate(_update(off, off), snapshot(TCPXO), Policy()).allowed
+
+
+def test_switching_the_recipe_off_needs_the_runtimes() -> None:
+    view = snapshot(TCPXO)
+    unknown = ClusterSnapshot(view.network_state, view.recipe_state, Unverifiable("not synced"))
+    verdict = evaluate(_update(_result(enabled=False), _result()), unknown, Policy())
+    assert [v.code for v in verdict.violations] == ["ClusterStateUnavailable"]
+
+
+OWNER: dict[str, object] = {
+    "apiVersion": "v1",
+    "kind": "Namespace",
+    "name": "gpu-operator",
+    "uid": "u-1",
+}
+
+
+def test_a_write_adding_an_owner_to_the_recipe_is_recipe_invalid() -> None:
+    added: dict[str, object] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "aicr-agent"}
+    request = _update(plain_recipe(), plain_recipe(), owners=[OWNER, added], old_owners=[OWNER])
+    verdict = evaluate(request, snapshot(TCPXO), Policy())
+    (violation,) = verdict.violations
+    assert violation.code == "RecipeInvalid"
+    assert violation.field == "metadata.ownerReferences"
+    assert "must not get an owner (Deployment aicr-agent): the garbage collector" in (
+        violation.message
+    )
+    assert verdict.warnings[0] == (
+        "[RecipeInvalid] the recipe ConfigMap nicguard-system/nicguard-recipe has owners "
+        "(Namespace gpu-operator): the garbage collector deletes it with them"
+    )
+
+
+def test_owners_the_recipe_already_had_are_only_named_in_a_warning() -> None:
+    unnamed: dict[str, object] = {"uid": ""}
+    request = _update(
+        plain_recipe(), plain_recipe(), owners=[OWNER, unnamed], old_owners=[OWNER, unnamed]
+    )
+    verdict = evaluate(request, snapshot(TCPXO), Policy())
+    assert verdict.allowed
+    assert "(Namespace gpu-operator, owner (unnamed))" in verdict.warnings[0]
+
+
+def test_a_create_with_an_owner_is_refused_and_protect_warn_allows_it() -> None:
+    review = replace(
+        _write(plain_recipe(), Operation.CREATE),
+        obj={"metadata": {"ownerReferences": [OWNER, "x"]}},
+    )
+    assert [v.code for v in evaluate(review, snapshot(), Policy()).violations] == ["RecipeInvalid"]
+    assert evaluate(review, snapshot(), Policy(protect=Protect.WARN)).allowed
+
+
+def test_owner_references_that_are_not_a_list_are_no_owners() -> None:
+    review = replace(_write(plain_recipe()), obj={"metadata": {"ownerReferences": "x"}})
+    assert evaluate(review, snapshot(), Policy()).allowed

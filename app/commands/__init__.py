@@ -1,0 +1,1 @@
+"""The command-line commands beside `nicguard serve`: `check` (offline) and `audit` (on demand)."""

@@ -1,0 +1,168 @@
+"""``nicguard check``: judge the Trainer objects in files as CREATEs against a file-mode state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.config import Settings
+from app.documents import load_yaml
+from app.domain.cluster import (
+    ClusterSnapshot,
+    RuntimeKey,
+    runtime_key,
+    with_runtimes,
+)
+from app.domain.evaluate import evaluate
+from app.domain.fields import JsonMap, map_at, str_at
+from app.domain.kinds import Kind, Protected, trainer_kind
+from app.domain.review import Operation, Review
+from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
+from app.domain.verdict import Verdict, shown
+from app.files.state import SourcedObject, load_objects, state_snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One judged object."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "allowed": self.verdict.allowed,
+            "violations": [
+                {"code": v.code.value, "message": v.message, "field": v.field}
+                for v in self.verdict.violations
+            ],
+            "warnings": list(self.verdict.warnings),
+        }
+
+
+def check_files(
+    state: Path,
+    files: Sequence[Path],
+    settings: Settings,
+    *,
+    note: Callable[[str], None] = lambda _: None,
+) -> list[CheckResult]:
+    """Evaluate every CTR/TR/TrainJob and runtime snapshot ConfigMap in ``files``; raises
+    StateFileError on unusable input.
+
+    ``note`` hears of every object in ``files`` that is not judged, so none is passed over
+    unsaid (a list of a kind nicguard does not know, say).
+    """
+    snapshot = state_snapshot(state, settings.recipe_configmap, note)
+    subjects = []
+    copies: list[tuple[SourcedObject, str]] = []
+    for sourced in load_objects(list(files)):
+        kind = trainer_kind(sourced.obj)
+        owner = _snapshot_owner(sourced.obj)
+        if kind is not None:
+            subjects.append((sourced, kind))
+        elif owner is not None:
+            copies.append((sourced, owner))
+        else:
+            note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
+    view = with_runtimes(snapshot, dict(_runtime_entries(subjects)))
+    results = [_evaluate(o.obj, kind, view, settings) for o, kind in subjects]
+    return results + [_evaluate_copy(o.obj, owner, view, settings) for o, owner in copies]
+
+
+_JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
+
+
+def _snapshot_owner(obj: JsonMap) -> str | None:
+    if str_at(obj, "apiVersion") != "v1" or str_at(obj, "kind") != "ConfigMap":
+        return None
+    return snapshot_owner(obj)
+
+
+def _evaluate_copy(
+    obj: JsonMap, owner: str, view: ClusterSnapshot, settings: Settings
+) -> CheckResult:
+    """A runtime snapshot ConfigMap, judged as a CREATE of the runtime it copies."""
+    namespace = str_at(obj, "metadata", "namespace") or "default"
+    configmap = {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": namespace}}
+    review = Review(
+        operation=Operation.CREATE,
+        kind=Protected.RUNTIME_SNAPSHOT,
+        namespace=namespace,
+        obj=configmap,
+        snapshot=read_snapshot(configmap, owner, load_yaml),
+    )
+    return CheckResult(
+        api_version="v1",
+        kind="ConfigMap",
+        namespace=namespace,
+        name=str_at(obj, "metadata", "name") or "",
+        verdict=evaluate(review, view, settings.policy),
+    )
+
+
+def _described(obj: JsonMap) -> str:
+    """``trainer.kubeflow.org/v1alpha1 ClusterTrainingRuntimeList x``, as far as it is known."""
+    parts = (str_at(obj, "apiVersion"), str_at(obj, "kind"), str_at(obj, "metadata", "name"))
+    return " ".join(shown(part) for part in parts if part)
+
+
+def _namespace(obj: JsonMap, kind: Kind) -> str:
+    # kubectl apply puts namespaced objects without a namespace into "default".
+    return (str_at(obj, "metadata", "namespace") or "default") if kind.namespaced else ""
+
+
+def _runtime_entries(
+    subjects: list[tuple[SourcedObject, Kind]],
+) -> list[tuple[RuntimeKey, JsonMap]]:
+    return [
+        (runtime_key(kind, _namespace(o.obj, kind), str_at(o.obj, "metadata", "name") or ""), o.obj)
+        for o, kind in subjects
+        if kind.is_runtime
+    ]
+
+
+def _evaluate(obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings) -> CheckResult:
+    namespace = _namespace(obj, kind)
+    review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)
+    return CheckResult(
+        api_version=str_at(obj, "apiVersion") or "",
+        kind=kind.value,
+        namespace=namespace,
+        name=str_at(obj, "metadata", "name") or "",
+        verdict=evaluate(review, view, settings.policy),
+    )
+
+
+def render_json(results: list[CheckResult]) -> str:
+    return json.dumps({"results": [r.to_json() for r in results]}, indent=2)
+
+
+def render_text(results: list[CheckResult]) -> str:
+    """One block per object, verdict first, then each violation with its code and field."""
+    blocks = []
+    for result in results:
+        where = f"{result.namespace}/" if result.namespace else ""
+        lines = [
+            f"{'ALLOWED' if result.verdict.allowed else 'DENIED '} "
+            f"{result.kind} {where}{result.name}"
+        ]
+        for violation in result.verdict.violations:
+            lines.append(f"  {violation.render()}")
+            lines.append(f"      at {violation.field}")
+        lines.extend(f"  warning: {warning}" for warning in result.verdict.warnings)
+        blocks.append("\n".join(lines))
+    if not results:
+        return f"no {_JUDGED} found"
+    denied = sum(not r.verdict.allowed for r in results)
+    summary = f"{len(results)} checked, {len(results) - denied} allowed, {denied} denied"
+    return "\n\n".join([*blocks, summary])

@@ -1,0 +1,100 @@
+"""Which requests the rules judge, and what a judged request needs from the cluster view: the
+skips (operations, subresources, exempt identities, finalizer removal) and a TrainJob's runtime.
+Made once per request (``assess``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from app.domain.cluster import RuntimeKey, runtime_key
+from app.domain.fields import JsonMap, map_at
+from app.domain.kinds import Kind, Protected, runtime_ref_of
+from app.domain.review import Operation, Review
+
+# Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
+# namespace controller and the garbage collector, under their own service accounts or, when the
+# controller manager runs without per-controller credentials, under its identity.
+EXEMPT_USERS: Final = frozenset(
+    {
+        "system:serviceaccount:kube-system:namespace-controller",
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+        "system:kube-controller-manager",
+    }
+)
+_PROTECTED_OPERATIONS: Final = {
+    Protected.NETWORK: frozenset({Operation.DELETE}),
+    Protected.PARAM_SET: frozenset({Operation.DELETE}),
+    Protected.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
+    Protected.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
+}
+
+
+def skip_reason(review: Review) -> str | None:
+    """Why a request is allowed without evaluation, or None when it must be judged."""
+    if isinstance(review.kind, Protected):
+        return _protected_skip_reason(review.kind, review)
+    if review.operation not in (Operation.CREATE, Operation.UPDATE):
+        return f"{review.operation} is not checked"
+    if review.subresource:
+        return f"subresource {review.subresource} is not checked"
+    if review.kind is None:
+        return "not a Trainer runtime or TrainJob"
+    return _terminating_reason(review)
+
+
+def _terminating_reason(review: Review) -> str | None:
+    """An UPDATE of an object being deleted that changes nothing outside ``metadata`` (finalizer
+    removal) is never blocked; one that changes more is judged, as Trainer still acts on it."""
+    metadata = map_at(review.obj, "metadata")
+    if metadata is None or not metadata.get("deletionTimestamp"):
+        return None
+    if review.operation is not Operation.UPDATE or review.obj is None or review.old_obj is None:
+        return None
+    if _beyond_metadata(review.obj) != _beyond_metadata(review.old_obj):
+        return None
+    return "object is being deleted and the update changes nothing outside metadata"
+
+
+def _beyond_metadata(obj: JsonMap) -> dict[str, object]:
+    return {key: value for key, value in obj.items() if key != "metadata"}
+
+
+def _protected_skip_reason(kind: Protected, review: Review) -> str | None:
+    if review.operation not in _PROTECTED_OPERATIONS[kind]:
+        return f"{review.operation} of a {kind.value} is not checked"
+    if review.subresource:
+        return f"subresource {review.subresource} is not checked"
+    if review.username in EXEMPT_USERS:
+        return f"{review.username} is never blocked (namespace deletion, garbage collection)"
+    return _terminating_reason(review)
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """Why a request is allowed without evaluation (None: it is judged), and the runtime a
+    judged TrainJob is judged against (None for every other request)."""
+
+    skip: str | None
+    runtime: RuntimeKey | None
+
+
+def assess(review: Review) -> Assessment:
+    """Whether the request is judged and what it needs, its skip reason computed once."""
+    skip = skip_reason(review)
+    return Assessment(skip, None if skip is not None else _runtime_of(review))
+
+
+def runtime_needed(review: Review) -> RuntimeKey | None:
+    """The runtime a TrainJob request is judged against, or None for every other request."""
+    return assess(review).runtime
+
+
+def _runtime_of(review: Review) -> RuntimeKey | None:
+    if review.kind is not Kind.TRAIN_JOB or review.obj is None:
+        return None
+    ref = runtime_ref_of(review.obj)
+    kind = None if ref is None else ref.runtime_kind()
+    if ref is None or kind is None:
+        return None
+    return runtime_key(kind, review.namespace, ref.name)

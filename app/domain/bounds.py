@@ -1,0 +1,38 @@
+"""What a request can make nicguard write is bounded and escaped, whatever the object holds
+(docs/rules.md, bounded output): text cut to a size in UTF-8 bytes, codes listed once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.domain.verdict import Violation
+
+
+def escaped(text: str) -> str:
+    """``text`` with no raw control character: unprintable text is backslash-escaped."""
+    if text.isprintable():
+        return text
+    return text.encode("unicode_escape", errors="backslashreplace").decode("ascii")
+
+
+def size(text: str) -> int:
+    """UTF-8 bytes; surrogatepass: a lone surrogate (valid JSON "\\ud800") must not raise."""
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def cut(text: str, max_bytes: int) -> str:
+    """``text`` in at most ``max_bytes`` UTF-8 bytes, ending in "…" when cut."""
+    if size(text) <= max_bytes:
+        return text
+    kept = text.encode("utf-8", errors="surrogatepass")[: max(max_bytes - 3, 0)]
+    return kept.decode("utf-8", errors="ignore") + "…"
+
+
+def shown_field(text: str, max_bytes: int) -> str:
+    """Object-supplied text as a log or response field: escaped, then cut."""
+    return cut(escaped(text), max_bytes)
+
+
+def codes_once(violations: Iterable[Violation]) -> list[str]:
+    """Each violation code once, in order of first appearance."""
+    return list(dict.fromkeys(v.code.value for v in violations))

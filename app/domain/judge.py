@@ -1,0 +1,133 @@
+"""Every rule on every wired template of one object: structure, the binding's expected mapping,
+the Networks and their param sets. A runtime is judged on its own templates; a TrainJob's are
+its runtime's overlaid by its patches (app/domain/trainjob.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.annotation import InterfaceRef
+from app.domain.cluster import ClusterView
+from app.domain.fields import JsonMap
+from app.domain.kinds import Kind
+from app.domain.policy import Policy
+from app.domain.profiles import Binding, binding_of
+from app.domain.rules.binding import Expected, expected_mapping, recipe_divergence, unwired
+from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
+from app.domain.rules.order import order_warning
+from app.domain.rules.structure import structure_of
+from app.domain.template import PodTemplate, PodTemplateMissing, wired_templates
+from app.domain.verdict import Verdict, VerdictBuilder
+from app.domain.wiring import Wiring, template_wiring
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A verdict plus the wiring fingerprint that UPDATE grandfathering compares."""
+
+    verdict: Verdict
+    fingerprint: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """One wired template of the judged object: its job, its wiring, or why it has none."""
+
+    job: str
+    wiring: Wiring
+    missing: PodTemplateMissing | None = None
+
+    def fingerprint(self) -> tuple[object, ...]:
+        # Losing or gaining the pod template changes the wiring even when both lack annotations.
+        if self.missing is not None:
+            return (self.job, "no pod template")
+        return (self.job, *self.wiring.fingerprint())
+
+
+def judge_runtime(
+    kind: Kind, obj: JsonMap, view: ClusterView, policy: Policy, binding: Binding | None = None
+) -> Evaluation:
+    """Judge a ClusterTrainingRuntime or TrainingRuntime on its own wired templates; never
+    raises. ``binding`` replaces its own (a runtime snapshot is bound as its runtime is)."""
+    subjects = tuple(
+        Subject(t.job, template_wiring(t))
+        if isinstance(t, PodTemplate)
+        else Subject(t.job, Wiring(None, None, t.path), t)
+        for t in wired_templates(obj)
+    )
+    out = VerdictBuilder()
+    judge_subjects(
+        subjects,
+        binding=binding_of(kind, obj, policy) if binding is None else binding,
+        view=view,
+        policy=policy,
+        out=out,
+    )
+    return Evaluation(out.build(), tuple(s.fingerprint() for s in subjects))
+
+
+def judge_subjects(
+    subjects: tuple[Subject, ...],
+    *,
+    binding: Binding,
+    view: ClusterView,
+    policy: Policy,
+    out: VerdictBuilder,
+    origin: str = "",
+) -> None:
+    """Every rule on every wired template; findings name the job when there are several.
+    ``origin`` names the runtime a TrainJob inherits its wiring from."""
+    if binding.warning:
+        out.note(binding.warning)
+    profile = binding.profile
+    expected = (
+        None
+        if profile is None
+        else expected_mapping(profile, subjects[0].wiring, view, policy, out)
+    )
+    named = len(subjects) > 1
+    checked: list[tuple[Wiring, tuple[InterfaceRef, ...], VerdictBuilder]] = []
+    for subject in subjects:
+        scoped = out.scoped(f"{subject.job} job: " if named else "")
+        secondaries = _judge_template(subject, expected, out=scoped)
+        if secondaries is not None:
+            checked.append((subject.wiring, secondaries, scoped))
+            if profile is None:
+                order_warning(subject.wiring, secondaries, view, out, scoped.prefix, origin)
+    if not checked:
+        return
+    # The Network view answers for the whole object: when it cannot, that is said once.
+    networks = network_view(checked[0][0], view, policy, out)
+    if networks is None:
+        return
+    for wiring, secondaries, scoped in checked:
+        network_findings(wiring, secondaries, networks, policy, scoped)
+        # Bound (for the recipe's profile: while the recipe delivers), the param sets' modes.
+        if profile is not None and expected is not None:
+            mismatch = device_mode_mismatch(wiring, secondaries, networks, profile)
+            if mismatch is not None:
+                scoped.deny(mismatch)
+
+
+def _judge_template(
+    subject: Subject, expected: Expected | None, *, out: VerdictBuilder
+) -> tuple[InterfaceRef, ...] | None:
+    """Structure and binding rules of one template; its secondaries when Networks are next."""
+    wiring = subject.wiring
+    if not wiring.wired:
+        if expected is not None:
+            out.deny(unwired(subject.job, subject.wiring, subject.missing, expected))
+        return None
+    structure = structure_of(wiring)
+    for violation in structure.violations:
+        out.deny(violation)
+    if structure.secondaries is None:
+        return None
+    for position, entry in enumerate(structure.secondaries, start=1):
+        if entry.interface is not None:
+            out.note(f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked")
+    if expected is not None:
+        divergence = recipe_divergence(wiring, structure.secondaries, expected)
+        if divergence is not None:
+            out.deny(divergence)
+    return structure.secondaries

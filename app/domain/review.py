@@ -1,0 +1,46 @@
+"""One admission request as the rules see it: its operation, the object and what the adapter
+parsed from it (the recipe, a runtime snapshot)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.domain.fields import JsonMap
+from app.domain.kinds import Kind, Protected
+from app.domain.recipe import Recipe
+from app.domain.runtime_snapshot import RuntimeSnapshot
+
+
+class Operation(StrEnum):
+    """AdmissionReview operations."""
+
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Review:
+    """The parts of an admission request the rules need.
+
+    ``kind`` is None for objects nicguard does not judge; ``obj`` is required for CREATE/UPDATE.
+    ``name`` and ``username`` are the request's; ``written_recipe`` is the recipe ConfigMap of a
+    CREATE/UPDATE of it and ``old_recipe`` the one an UPDATE replaces; ``snapshot`` and
+    ``old_snapshot`` the copies a runtime snapshot ConfigMap holds; all as parsed by the adapter
+    that decodes YAML.
+    """
+
+    operation: Operation
+    kind: Kind | Protected | None
+    namespace: str = ""
+    obj: JsonMap | None = None
+    old_obj: JsonMap | None = None
+    subresource: str = ""
+    name: str = ""
+    username: str = ""
+    written_recipe: Recipe | None = None
+    old_recipe: Recipe | None = None
+    snapshot: RuntimeSnapshot | None = None
+    old_snapshot: RuntimeSnapshot | None = None

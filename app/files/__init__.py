@@ -1,0 +1,1 @@
+"""File mode: the cluster view and the objects to judge, read from YAML/JSON files."""

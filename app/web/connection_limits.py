@@ -1,0 +1,375 @@
+"""Both listeners' connections under nicguard's limits: a place under the cap first, TLS started
+only then, and each request's headers and body within a deadline (docs/operations.md, "Hostile
+clients")."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import ssl
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from socket import SocketType
+from typing import Any, ClassVar, Final, cast
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.web.capacity import Capacity
+from app.web.peer import with_tls_extension
+
+# Memory, not file descriptors, is what runs out first: the loop gives every TLS connection a
+# 256 KiB read buffer once TLS starts (~300 KiB of RSS each, measured), so 256 connections cost
+# ~75 MiB, inside the Deployment's 256 MiB limit beside the caches. The apiserver holds a few.
+MAX_CONNECTIONS: Final = 128
+# The apiserver writes a review at once and waits 3 s for the answer (timeoutSeconds in the
+# webhook configurations); the body read allowed 10 s before this deadline existed.
+REQUEST_SECONDS: Final = 10.0
+# The apiserver's headers are a few hundred bytes (16 KiB is h11's default; httptools has none).
+MAX_HEADER_BYTES: Final = 16 * 1024
+
+
+class Closed(enum.StrEnum):
+    """Why nicguard closed a connection (the ``reason`` of nicguard_connections_closed_total)."""
+
+    DEADLINE = "deadline"  # handshake, headers and body not in within REQUEST_SECONDS
+    EVICTED = "evicted"  # at the cap, to make room for a new connection
+    REFUSED = "refused"  # at the cap with every connection being answered
+    HEADER_SIZE = "header_size"  # headers over MAX_HEADER_BYTES: 431, then closed
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    connections: int = MAX_CONNECTIONS
+    request_seconds: float = REQUEST_SECONDS
+    header_bytes: int = MAX_HEADER_BYTES
+
+
+OnClosed = Callable[[Closed], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """What the connections of one listener share."""
+
+    capacity: Capacity
+    tls: ssl.SSLContext | None
+    limits: Limits
+    on_closed: OnClosed
+
+
+class _Phase(enum.Enum):
+    WAITING = enum.auto()  # for a request: from accept, or from a later request's first byte
+    ANSWERING = enum.auto()
+    IDLE = enum.auto()
+    CLOSED = enum.auto()
+
+
+class _HeadersTooLargeError(Exception):
+    """Raised in httptools' callback: the parser stops, uvicorn answers via send_400_response."""
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, created at accept: the TLS handshake and the first request
+    must complete within the deadline of accept, a later request within the deadline of its
+    first byte; a connection past its deadline, evicted or refused is aborted, never answered.
+
+    Every uvicorn method overridden here is pinned by
+    tests/web/test_connection_limits_uvicorn.py."""
+
+    listener: ClassVar[Listener]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._phase = _Phase.WAITING
+        self._since = 0.0
+        self._deadline: asyncio.TimerHandle | None = None
+        self._carrier: asyncio.Transport | None = None  # the TCP or, once started, TLS one
+        # What TLS decrypted before the handshake's task told us it is up (the first request
+        # often arrives with the client's Finished): delivered once uvicorn has the transport.
+        self._early: list[bytes] | None = None
+        # What the client sent before TLS started (its ClientHello): uvloop reads from the moment
+        # connection_made returns, pause or not; handed to the TLS protocol as it takes over.
+        self._hello: list[bytes] | None = None
+        self._handed = False  # uvicorn's connection_made has run
+        self._handshake: asyncio.Task[asyncio.Transport | None] | None = None
+        # Bytes received while a request's headers are incomplete (None once they are): httptools
+        # buffers a header line without bound, so its size is counted here, as h11 counted it.
+        self._head: int | None = 0
+        self._partial = False  # a request has begun and is not whole yet
+        self._oversized = False
+
+    # --- accept, TLS, close ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Accepted (plain TCP): take a place, then start TLS, all within the deadline."""
+        self._carrier = transport
+        if not self.listener.capacity.admit(self):
+            self._phase = _Phase.CLOSED
+            self.listener.on_closed(Closed.REFUSED)
+            transport.abort()
+            return
+        self._since = self.loop.time()
+        self._arm()
+        if self.listener.tls is None:
+            self._hand(transport)
+            return
+        transport.pause_reading()  # asyncio reads nothing until the TLS protocol takes over
+        self._early, self._hello = [], []
+        self._handshake = self.loop.create_task(self._start_tls(transport, self.listener.tls))
+        self._handshake.add_done_callback(self._secured)
+
+    async def _start_tls(
+        self, transport: asyncio.Transport, tls: ssl.SSLContext
+    ) -> asyncio.Transport | None:
+        if transport.is_closing():  # evicted before this task ran: the loop would wait forever
+            return None
+        hello, self._hello = b"".join(self._hello or ()), None
+        if hello:  # first thing once start_tls has set its protocol, before it starts
+            self.loop.call_soon(_handover, transport, self, hello)
+        return await self.loop.start_tls(
+            transport,
+            self,
+            tls,
+            server_side=True,
+            # Backstops: our own timer closes first; a close_notify never answered neither holds
+            # the connection for the loop's 30 s.
+            ssl_handshake_timeout=self.listener.limits.request_seconds + 1,
+            ssl_shutdown_timeout=self.listener.limits.request_seconds,
+        )
+
+    def _secured(self, handshake: asyncio.Task[asyncio.Transport | None]) -> None:
+        secured = None
+        if not handshake.cancelled():
+            if (error := handshake.exception()) is None:
+                secured = handshake.result()
+            else:
+                # Its traceback holds start_tls's frame, whose waiter holds the error: a cycle
+                # keeping the 256 KiB TLS buffer until a full collection (measured: 4,000
+                # evictions grew RSS by 600 MiB; python/cpython#109534 is the same cycle).
+                error.__traceback__ = None
+        if secured is None or self._phase is _Phase.CLOSED:
+            # A failed handshake (the loop closed the socket) or our abort during it.
+            self._forget()
+            return
+        self._carrier, early, self._early = secured, self._early or [], None
+        self._hand(secured)
+        self.app = with_tls_extension(self.app, secured)  # the client certificate, per request
+        for data in early:
+            self.data_received(data)
+
+    def _hand(self, transport: asyncio.Transport) -> None:
+        """To uvicorn, which answers on it through ``_OneWrite``."""
+        self._handed = True
+        super().connection_made(transport)
+        self.transport = cast("asyncio.Transport", _OneWrite(transport))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._handed:
+            super().connection_lost(exc)
+        self._forget()
+
+    def evict(self) -> None:
+        """The cap needs this connection's place (``Capacity`` has let it go already)."""
+        self._close(Closed.EVICTED)
+
+    def _close(self, reason: Closed) -> None:
+        if self._phase is _Phase.CLOSED:
+            return
+        self._forget()
+        self.listener.on_closed(reason)
+        if self._handshake is not None and not self._handshake.done():
+            self._handshake.cancel()
+        if self._carrier is not None:
+            self._carrier.abort()
+
+    def _forget(self) -> None:
+        self._phase = _Phase.CLOSED
+        self._handshake = None
+        self._disarm()
+        self.listener.capacity.leave(self)
+
+    # --- the deadline ----------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        self._disarm()
+        deadline = self._since + self.listener.limits.request_seconds
+        self._deadline = self.loop.call_at(deadline, self._close, Closed.DEADLINE)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._hello is not None:  # TLS not started: the client's first flight, in plain TCP
+            self._hello.append(data)
+            if self._carrier is not None:
+                self._carrier.pause_reading()
+            return
+        if self._early is not None:
+            self._early.append(data)
+            return
+        if self._phase is _Phase.CLOSED:
+            return
+        if self._phase is _Phase.IDLE:  # a new request's first byte
+            self._phase, self._since = _Phase.WAITING, self.loop.time()
+            self.listener.capacity.waiting(self)
+        if self._head is not None:
+            self._head += len(data)
+        super().data_received(data)  # the request, if whole, is being answered: on_message_complete
+        if self._phase is not _Phase.WAITING:
+            return
+        if self._head is not None and self._head > self.listener.limits.header_bytes:
+            self._too_large()  # and still no end of the headers
+        elif self._deadline is None:
+            self._arm()  # the request did not arrive whole: from now on it runs against time
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._partial = True
+
+    def on_headers_complete(self) -> None:
+        head, self._head = self._head, None
+        if (
+            head is not None
+            and head > self.listener.limits.header_bytes
+            and (self._head_bytes() > self.listener.limits.header_bytes)
+        ):
+            self._oversized = True
+            raise _HeadersTooLargeError
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._partial, self._head = False, 0
+        if self._phase is not _Phase.WAITING:
+            return
+        if self.cycle.response_complete and not self.pipeline:
+            self._idle()  # answered before it was whole (413): nothing more to answer
+        else:
+            self._answering()
+
+    def on_response_complete(self) -> None:
+        cast("_OneWrite", self.transport).flush()  # a head without a body (HEAD, 204)
+        queued = bool(self.pipeline)
+        super().on_response_complete()
+        if self._phase is not _Phase.ANSWERING or self.transport.is_closing():
+            return
+        if self._partial:  # part of the next one
+            self._phase, self._since = _Phase.WAITING, self.loop.time()
+            self.listener.capacity.waiting(self)
+            self._arm()
+        elif not queued:  # else a pipelined request, already whole, is being answered
+            self._idle()
+
+    def _answering(self) -> None:
+        self._phase = _Phase.ANSWERING
+        self._disarm()
+        self.listener.capacity.answering(self)
+
+    def _idle(self) -> None:
+        self._phase = _Phase.IDLE
+        self._disarm()
+        self.listener.capacity.idle(self)
+
+    # --- headers over the cap ---------------------------------------------------------------
+
+    def _head_bytes(self) -> int:
+        """The request line and headers as sent, give or take their separators."""
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what httptools cannot parse; 431 when it is the headers' size."""
+        if not self._oversized:
+            super().send_400_response(msg)
+            return
+        self._too_large()
+
+    def _too_large(self) -> None:
+        self.listener.on_closed(Closed.HEADER_SIZE)
+        self._phase = _Phase.CLOSED  # counted; it leaves the cap once closed (connection_lost)
+        self._disarm()  # the TLS close_notify is bounded by ssl_shutdown_timeout
+        body = b"request headers exceed %d bytes" % self.listener.limits.header_bytes
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"content-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        self.transport.close()
+
+
+class _OneWrite:
+    """The transport uvicorn answers on, but a response's head waits for its first body bytes:
+    uvicorn writes them separately, and each write costs a TLS record and a loopback or network
+    send of its own. Anything else (a 100 Continue above all) is written at once."""
+
+    __slots__ = ("_head", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._head = b""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._head:
+            data, self._head = self._head + data, b""
+        elif data[:9] == b"HTTP/1.1 " and data[:13] != b"HTTP/1.1 100 ":
+            self._head = bytes(data)
+            return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        if self._head:
+            head, self._head = self._head, b""
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _handover(transport: asyncio.Transport, plain: asyncio.BaseProtocol, data: bytes) -> None:
+    """``data`` to the TLS protocol start_tls has set on ``transport``, as its transport would
+    hand it (BufferedProtocol; before its connection_made, it only buffers the bytes)."""
+    tls = transport.get_protocol()  # uvloop's is no asyncio.BufferedProtocol subclass
+    if transport.is_closing() or tls is plain or not hasattr(tls, "buffer_updated"):
+        return
+    buffered = cast("asyncio.BufferedProtocol", tls)
+    view = memoryview(data)
+    while view:
+        buffer = memoryview(buffered.get_buffer(len(view)))
+        size = min(len(buffer), len(view))
+        buffer[:size] = view[:size]
+        buffered.buffer_updated(size)
+        view = view[size:]
+
+
+class LimitedServer(uvicorn.Server):
+    """Says ``https`` for a listener whose TLS ``LimitedHttpToolsProtocol`` starts (uvicorn's config
+    has no ``ssl`` then, so that it accepts plain TCP)."""
+
+    def _log_started_message(self, listeners: Sequence[SocketType]) -> None:
+        listener: Listener | None = getattr(self.config.http_protocol_class, "listener", None)
+        if listener is not None and (tls := listener.tls) is not None:
+            self.config.ssl = tls  # read for this line only: the listener is already open
+        super()._log_started_message(listeners)
+
+
+def limited_config(
+    app: Callable[..., Any],
+    *,
+    host: str,
+    port: int,
+    tls: ssl.SSLContext | None,
+    on_closed: OnClosed,
+    limits: Limits = Limits(),
+    **kwargs: Any,
+) -> uvicorn.Config:
+    """A listener of ``app`` under ``limits``: HTTPS with exactly ``tls`` (kept by identity, so
+    certificates reloaded into it serve new handshakes), plain HTTP without."""
+    listener = Listener(Capacity(limits.connections), tls, limits, on_closed)
+    protocol = type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"listener": listener})
+    return uvicorn.Config(app, host=host, port=port, http=protocol, **{"loop": "uvloop", **kwargs})

@@ -1,0 +1,242 @@
+"""``nicguard check`` (app.commands.check) judging files against a file-mode state, through
+``python -m app``: the text and JSON output, every example's codes, typed lists, objects not
+judged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_cli import ROOT, STATE, nicguard
+
+JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
+
+
+def test_json_output_has_the_spec_shape() -> None:
+    run = nicguard("check", "--state", STATE, "--output", "json", "examples/objects")
+    assert run.returncode == 1
+    results = json.loads(run.stdout)["results"]
+    assert {tuple(sorted(r)) for r in results} == {
+        ("allowed", "apiVersion", "kind", "name", "namespace", "violations", "warnings")
+    }
+    drifted = next(r for r in results if r["name"] == "llama-finetune")
+    assert drifted["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
+    assert drifted["namespace"] == "team-a"
+    assert drifted["allowed"] is False
+    (violation,) = drifted["violations"]
+    assert sorted(violation) == ["code", "field", "message"]
+    assert violation["code"] == "MappingDivergesFromRecipe"
+
+
+@pytest.mark.parametrize(
+    ("state", "files", "codes"),
+    [
+        pytest.param(
+            "examples/cluster/networks.yaml",
+            ["examples/cluster/torch-distributed-tcpxo.yaml"],
+            {"RecipeUnavailable"},
+            id="no recipe in the state",
+        ),
+        pytest.param(
+            "examples/states/invalid-recipe.yaml",
+            ["examples/cluster/torch-distributed-tcpxo.yaml"],
+            {"RecipeInvalid", "NetworkNotFound"},
+            id="invalid recipe",
+        ),
+        pytest.param(
+            STATE,
+            [
+                "examples/objects/malformed-runtimes.yaml",
+                "examples/objects/recipe-bound-runtimes.yaml",
+            ],
+            {
+                "InterfacesAnnotationMalformed",
+                "PrimaryInterfaceInvalid",
+                "DefaultInterfaceInvalid",
+                "InterfaceNameInvalid",
+                "InterfaceDuplicated",
+                "NetworkDuplicated",
+                "NetworkReserved",
+                "InterfacesAnnotationMissing",
+                "NodeJobMissing",
+            },
+            id="structural examples",
+        ),
+        pytest.param(
+            STATE,
+            ["examples/objects/missing-network-runtime.yaml"],
+            {"NetworkNotFound"},
+            id="missing network",
+        ),
+        pytest.param(
+            STATE,
+            ["examples/objects/unready-network-runtime.yaml"],
+            {"NetworkNotReady"},
+            id="unready network",
+        ),
+        pytest.param(
+            STATE,
+            ["examples/objects/mpi-launcher-runtime.yaml"],
+            {"MappingDivergesFromRecipe"},
+            id="mpi launcher drifted",
+        ),
+    ],
+)
+def test_every_example_produces_its_codes(state: str, files: list[str], codes: set[str]) -> None:
+    run = nicguard("check", "--state", state, "--output", "json", *files)
+    assert run.returncode == 1
+    found = {v["code"] for r in json.loads(run.stdout)["results"] for v in r["violations"]}
+    assert found == codes
+
+
+def _as_raw_list(source: str, kind: str) -> dict[str, object]:
+    """The objects of an example file as the raw API lists them: a typed list, bare items."""
+    objects = [o for o in yaml.safe_load_all((ROOT / source).read_text()) if o]
+    items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in objects]
+    api = objects[0]["apiVersion"]
+    return {"apiVersion": api, "kind": kind, "metadata": {"resourceVersion": "9"}, "items": items}
+
+
+def test_a_drifted_runtime_inside_a_typed_list_is_judged(tmp_path: Path) -> None:
+    listed = tmp_path / "ctrs.json"
+    raw = _as_raw_list("examples/objects/drifted-runtime.yaml", "ClusterTrainingRuntimeList")
+    listed.write_text(json.dumps(raw))
+    run = nicguard("check", "--state", STATE, str(listed))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.startswith("DENIED  ClusterTrainingRuntime torch-distributed-tcpxo")
+    assert "[MappingDivergesFromRecipe] at position eth3" in run.stdout
+
+
+@pytest.mark.parametrize("networks", [True, False])
+def test_a_state_holding_typed_lists_describes_the_cluster(tmp_path: Path, networks: bool) -> None:
+    listed = _as_raw_list("examples/cluster/networks.yaml", "NetworkList")
+    if not networks:
+        listed["items"] = []
+    (tmp_path / "networks.json").write_text(json.dumps(listed))
+    runtimes = _as_raw_list(f"{STATE}/torch-distributed-tcpxo.yaml", "ClusterTrainingRuntimeList")
+    (tmp_path / "runtimes.json").write_text(json.dumps(runtimes))
+    (tmp_path / "recipe.yaml").write_text((ROOT / STATE / "recipe-configmap.yaml").read_text())
+    run = nicguard("check", "--state", str(tmp_path), "examples/objects/good-trainjob.yaml")
+    if networks:
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "warning" not in run.stdout
+    else:
+        assert run.returncode == 1
+        assert (
+            "[NetworkNotFound] inherited unchanged from ClusterTrainingRuntime/"
+            "torch-distributed-tcpxo, the object to fix: no Network object exists for "
+            "eth1->gpu-nic-0" in run.stdout
+        )
+
+
+def test_objects_in_files_that_are_not_judged_are_named_on_stderr(tmp_path: Path) -> None:
+    listed = tmp_path / "list.json"
+    bucket = {"apiVersion": "trainer.kubeflow.org/v1beta9", "kind": "BucketList", "items": [{}]}
+    network = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
+    listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [bucket, network]}))
+    run = nicguard("check", "--state", STATE, str(listed))
+    assert run.returncode == 0
+    assert run.stdout.strip() == f"no {JUDGED} found"
+    assert run.stderr.splitlines() == [
+        f"nicguard: {listed}: document 1, items[0].items[0]: trainer.kubeflow.org/v1beta9 Bucket "
+        f"is not a {JUDGED}; not checked",
+        f"nicguard: {listed}: document 1, items[1]: networking.gke.io/v1 Network n "
+        f"is not a {JUDGED}; not checked",
+    ]
+
+
+def test_the_mpi_launcher_example_is_denied_naming_the_launcher_job() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/mpi-launcher-runtime.yaml")
+    assert run.returncode == 1
+    assert run.stdout.splitlines()[:3] == [
+        "DENIED  ClusterTrainingRuntime deepspeed-tcpxo",
+        "  [MappingDivergesFromRecipe] launcher job: at position eth3 the object maps "
+        "eth3->gpu-nic-3 but the recipe records eth3->gpu-nic-2 "
+        "(recipe nicguard-system/nicguard-recipe@48213)",
+        "      at spec.template.spec.replicatedJobs[1].template.spec.template.metadata"
+        ".annotations[networking.gke.io/interfaces][3]",
+    ]
+
+
+def test_the_rdma_layouts_gke_documents_are_allowed_on_a_gb200_cluster() -> None:
+    run = nicguard(
+        "check", "--state", "examples/gb200/cluster", "examples/gb200/rdma-runtimes.yaml"
+    )
+    assert run.returncode == 0, run.stdout
+    assert run.stdout.splitlines() == [
+        "ALLOWED ClusterTrainingRuntime torch-distributed-rdma",
+        "",
+        "ALLOWED TrainingRuntime team-a/torch-rdma-gib",
+        "",
+        "2 checked, 2 allowed, 0 denied",
+    ]
+
+
+@pytest.mark.parametrize("command", ["check", "audit"])
+def test_a_state_without_param_sets_skips_their_checks_and_says_so_once(
+    tmp_path: Path, command: str
+) -> None:
+    docs = [
+        d
+        for d in yaml.safe_load_all((ROOT / STATE / "networks.yaml").read_text())
+        if isinstance(d, dict) and d.get("kind") != "GKENetworkParamSet"
+    ]
+    (tmp_path / "networks.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "recipe.yaml").write_text((ROOT / STATE / "recipe-configmap.yaml").read_text())
+    runtime = f"{STATE}/torch-distributed-tcpxo.yaml"
+    args = [command, "--state", str(tmp_path)] + ([runtime] if command == "check" else [])
+    run = nicguard(*args)
+    skipped = "nicguard: the state holds no GKENetworkParamSet: the param-set checks"
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [line for line in run.stderr.splitlines() if line.startswith(skipped)] != []
+    assert len(run.stderr.splitlines()) == 1
+    described = nicguard(command, "--state", STATE, *([runtime] if command == "check" else []))
+    assert described.returncode == 0, described.stdout
+    assert described.stderr == ""
+
+
+@pytest.mark.parametrize("as_state", [False, True], ids=["file", "state"])
+def test_a_list_nested_thousands_deep_exits_two_with_one_line(
+    tmp_path: Path, as_state: bool
+) -> None:
+    deep = tmp_path / "deep.json"
+    config_map = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}'
+    deep.write_text('{"kind":"List","items":[' * 3000 + config_map + "]}" * 3000)
+    args = ("--state", str(deep), "examples/objects/good-trainjob.yaml")
+    run = nicguard("check", *(args if as_state else ("--state", STATE, str(deep))))
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == f"nicguard: {deep}: document 1: lists nested more than 32 deep\n"
+    assert run.stdout == ""
+
+
+SNAPSHOT_FIXTURE = ROOT / "tests/fixtures/upstream/trainer-v2.3.0/snapshots"
+
+
+def test_a_tampered_runtime_snapshot_among_the_files_is_denied(tmp_path: Path) -> None:
+    """Trainer v2.3.0's own copy (no apiVersion/kind) is allowed; the same copy with eth3 and
+    eth4 swapped is denied naming the ConfigMap, its TrainJob and the runtime."""
+    text = (SNAPSHOT_FIXTURE / "tj-runtime-snapshot-v2.3.0.yaml").read_text()
+    swapped = text.replace('"gpu-nic-2"', '"gpu-nic-X"').replace('"gpu-nic-3"', '"gpu-nic-2"')
+    tampered = tmp_path / "tampered.yaml"
+    tampered.write_text(swapped.replace('"gpu-nic-X"', '"gpu-nic-3"'))
+    untouched = nicguard("check", "--state", STATE, str(SNAPSHOT_FIXTURE))
+    assert untouched.returncode == 0, untouched.stdout + untouched.stderr
+    assert "ALLOWED ConfigMap team-a/tj-runtime-snapshot" in untouched.stdout
+    run = nicguard("check", "--state", STATE, "--output", "json", str(tampered))
+    assert run.returncode == 1, run.stderr
+    (result,) = json.loads(run.stdout)["results"]
+    assert (result["kind"], result["namespace"], result["name"]) == (
+        "ConfigMap",
+        "team-a",
+        "tj-runtime-snapshot",
+    )
+    (violation,) = result["violations"]
+    assert violation["code"] == "MappingDivergesFromRecipe"
+    assert violation["message"].startswith(
+        "ConfigMap team-a/tj-runtime-snapshot (runtime snapshot of TrainJob team-a/tj: "
+        "ClusterTrainingRuntime torch-distributed-tcpxo): at position eth3"
+    )
+    assert violation["field"].startswith("data.runtime: spec.template.spec.replicatedJobs[0]")

@@ -1,0 +1,40 @@
+"""Bounding and escaping what nicguard writes of an object (app.domain.bounds)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.bounds import codes_once, cut, escaped, shown_field, size
+from app.domain.verdict import Code, Violation
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("gpu-nic-0", "gpu-nic-0", id="printable-unchanged"),
+        pytest.param("a\nb\x1b[0m", "a\\nb\\x1b[0m", id="control-characters"),
+        pytest.param("t\ud800x", "t\\ud800x", id="lone-surrogate"),
+        pytest.param("c\u0085d", "c\\x85d", id="c1-control"),
+    ],
+)
+def test_escaped_leaves_no_raw_control_character(text: str, expected: str) -> None:
+    assert escaped(text) == expected
+
+
+def test_cut_counts_utf8_bytes_and_marks_the_cut() -> None:
+    assert cut("abc", 3) == "abc"
+    assert cut("☃" * 10, 10) == "☃☃…"
+    assert size(cut("x" * 5000, 256)) <= 256
+    assert cut("abcdef", 2) == "…"
+
+
+def test_shown_field_escapes_then_cuts() -> None:
+    assert shown_field("\n" * 100, 10) == "\\n\\n\\n\\…"
+
+
+def test_codes_are_listed_once_in_order() -> None:
+    found = [
+        Violation(code=code, field="f", message="m")
+        for code in (Code.NETWORK_DUPLICATED, Code.NETWORK_NOT_FOUND, Code.NETWORK_DUPLICATED)
+    ]
+    assert codes_once(found) == ["NetworkDuplicated", "NetworkNotFound"]

@@ -1,0 +1,1 @@
+"""What many test modules share: the fake API server, the repository's paths."""

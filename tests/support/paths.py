@@ -1,0 +1,8 @@
+"""Where the repository is, for tests that read its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+ROOT: Final = Path(__file__).resolve().parents[2]

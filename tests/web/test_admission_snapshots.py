@@ -1,0 +1,111 @@
+"""POST /validate for Trainer's runtime snapshots and recipe updates: the adapter decodes the
+YAML (data.runtime, the old and new recipe) and the core judges it, over the in-process ASGI
+client against examples/cluster (as file-mode ``serve`` answers)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fastapi.testclient import TestClient
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures/upstream/trainer-v2.3.0/snapshots"
+CONFIGMAP = {"group": "", "version": "v1", "kind": "ConfigMap"}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _snapshot(variant: str = "v2.3.0") -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(
+        (FIXTURES / f"tj-runtime-snapshot-{variant}.yaml").read_text()
+    )
+    return loaded
+
+
+def _review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    metadata = obj["metadata"]
+    request: dict[str, Any] = {
+        "uid": "u-1",
+        "kind": CONFIGMAP,
+        "operation": "CREATE" if old is None else "UPDATE",
+        "namespace": metadata["namespace"],
+        "name": metadata["name"],
+        "userInfo": {"username": "system:serviceaccount:kubeflow-system:kubeflow-trainer"},
+        "object": obj,
+    }
+    if old is not None:
+        request["oldObject"] = old
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def _post(client: TestClient, review: object) -> dict[str, Any]:
+    reply = client.post("/validate", json=review)
+    assert reply.status_code == 200, reply.text
+    response: dict[str, Any] = reply.json()["response"]
+    return response
+
+
+def _swapped(obj: dict[str, Any]) -> dict[str, Any]:
+    tampered = copy.deepcopy(obj)
+    text = tampered["data"]["runtime"]
+    text = text.replace('"gpu-nic-2"', '"X"').replace('"gpu-nic-3"', '"gpu-nic-2"')
+    tampered["data"]["runtime"] = text.replace('"X"', '"gpu-nic-3"')
+    return tampered
+
+
+def test_trainers_own_snapshots_are_admitted(client: TestClient) -> None:
+    for variant in ("v2.3.0", "fixed"):
+        response = _post(client, _review(_snapshot(variant)))
+        assert response["allowed"] is True, response
+        assert "warnings" not in response
+
+
+def test_a_tampered_snapshot_is_denied_naming_its_trainjob_and_runtime(client: TestClient) -> None:
+    response = _post(client, _review(_swapped(_snapshot()), old=_snapshot()))
+    assert response["allowed"] is False
+    status = response["status"]
+    assert status["message"].startswith(
+        "ConfigMap/team-a/tj-runtime-snapshot: [MappingDivergesFromRecipe] ConfigMap "
+        "team-a/tj-runtime-snapshot (runtime snapshot of TrainJob team-a/tj: "
+        "ClusterTrainingRuntime torch-distributed-tcpxo): at position eth3"
+    )
+    (cause,) = status["details"]["causes"]
+    assert cause["field"].startswith("data.runtime: spec.template.spec.replicatedJobs[0]")
+    assert response["auditAnnotations"]["violations"] == "MappingDivergesFromRecipe"
+
+
+def test_a_snapshot_that_is_not_yaml_is_runtime_snapshot_invalid(client: TestClient) -> None:
+    broken = _snapshot()
+    broken["data"]["runtime"] = "metadata: [unclosed"
+    response = _post(client, _review(broken))
+    assert response["status"]["details"]["causes"][0]["reason"] == "RuntimeSnapshotInvalid"
+
+
+def test_a_configmap_without_a_trainjob_controller_is_not_judged(client: TestClient) -> None:
+    plain = _swapped(_snapshot())
+    del plain["metadata"]["ownerReferences"]
+    response = _post(client, _review(plain))
+    assert response["allowed"] is True
+    assert response["auditAnnotations"]["decision"] == "allowed"
+
+
+def _recipe() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(
+        (EXAMPLES / "cluster/recipe-configmap.yaml").read_text()
+    )
+    return loaded
+
+
+def test_a_recipe_update_that_switches_it_off_is_recipe_in_use(client: TestClient) -> None:
+    old = _recipe()
+    new = copy.deepcopy(old)
+    result = yaml.safe_load(new["data"]["recipe.yaml"])
+    for component in result["componentRefs"]:
+        if component["name"] == "kubeflow-trainer":
+            component["overrides"]["enabled"] = False
+    new["data"]["recipe.yaml"] = json.dumps(result)
+    response = _post(client, _review(new, old=old))
+    assert response["allowed"] is False
+    assert response["status"]["details"]["causes"][0]["reason"] == "RecipeInUse"

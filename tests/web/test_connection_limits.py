@@ -1,0 +1,239 @@
+"""Each connection limit of ``app.web.connection_limits`` on a real uvicorn listener over real TLS,
+with small limits: the deadline (handshake, headers, body), the header cap, the connection cap."""
+
+from __future__ import annotations
+
+import select
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from starlette.types import Receive, Scope, Send
+
+from app.certificates.certdir import ensure_cert_dir
+from app.certificates.tls import server_ssl_context
+from app.web.connection_limits import Closed, LimitedServer, Limits, limited_config
+
+SECONDS = 0.6
+LIMITS = Limits(connections=3, request_seconds=SECONDS, header_bytes=1024)
+# Seconds each on a live listener: the timing tier (make slow), not make unit.
+timing = pytest.mark.slow
+REQUEST = b"POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\nok"
+
+
+async def echo(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] != "http":
+        return
+    body, more = b"", True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        body, more = body + message.get("body", b""), message.get("more_body", False)
+    headers = [(b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+@dataclass
+class Listening:
+    port: int
+    client: ssl.SSLContext
+    closed: list[Closed] = field(default_factory=list)
+    sockets: list[socket.socket] = field(default_factory=list)
+
+    def raw(self) -> socket.socket:
+        self.sockets.append(socket.create_connection(("127.0.0.1", self.port), timeout=5))
+        return self.sockets[-1]
+
+    def connect(self) -> ssl.SSLSocket:
+        self.sockets.append(self.client.wrap_socket(self.raw(), server_hostname="localhost"))
+        return self.sockets[-1]  # type: ignore[return-value]
+
+
+@pytest.fixture
+def listening(tmp_path: Path) -> Iterator[Listening]:
+    files = ensure_cert_dir(tmp_path / "certs", ["localhost", "127.0.0.1"])
+    client = ssl.create_default_context(cafile=str(files.ca))
+    closed: list[Closed] = []
+    config = limited_config(
+        echo,
+        host="127.0.0.1",
+        port=0,
+        tls=server_ssl_context(files.cert, files.key),
+        on_closed=closed.append,
+        limits=LIMITS,
+        log_config=None,
+        lifespan="off",
+        timeout_keep_alive=30,
+    )
+    server = LimitedServer(config)
+    thread = threading.Thread(target=server.run, name="limited-under-test")
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive(), "uvicorn exited during start-up"
+            assert time.monotonic() < deadline, "no start within 10 s"
+            time.sleep(0.01)  # polling start-up, not synchronising a behaviour under test
+        port = server.servers[0].sockets[0].getsockname()[1]
+        listening = Listening(port, client, closed)
+        try:
+            yield listening
+        finally:
+            for sock in listening.sockets:
+                sock.close()
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+def eof_within(sock: socket.socket, seconds: float) -> float | None:
+    """Seconds until the peer closed ``sock`` (reading and dropping what it sends), or None."""
+    started = time.monotonic()
+    end = started + seconds
+    while (left := end - time.monotonic()) > 0:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            ready = True
+        else:
+            ready = bool(select.select([sock], [], [], left)[0])
+        if not ready:
+            continue
+        try:
+            sock.setblocking(False)
+            data = sock.recv(65536)
+        except (ssl.SSLWantReadError, BlockingIOError):
+            continue
+        except (OSError, ssl.SSLError):
+            return time.monotonic() - started
+        if not data:
+            return time.monotonic() - started
+    return None
+
+
+def answer(sock: ssl.SSLSocket) -> bytes:
+    sock.setblocking(True)
+    sock.settimeout(5)
+    data = b""
+    while not data.endswith(b"\r\n\r\nok"):
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    return data
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 5) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "condition not met in time"
+        time.sleep(0.01)  # polling a counter another thread updates
+
+
+@timing
+def test_a_keep_alive_connection_serves_request_after_request_past_the_deadline(
+    listening: Listening,
+) -> None:
+    sock = listening.connect()
+    for _ in range(3):
+        sock.sendall(REQUEST)
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        assert eof_within(sock, SECONDS * 1.5) is None  # idle is not "late": keep-alive holds
+    assert listening.closed == []
+
+
+@timing
+def test_headers_trickled_a_line_at_a_time_are_closed_at_the_deadline(
+    listening: Listening,
+) -> None:
+    sock = listening.connect()
+    started = time.monotonic()
+    sock.sendall(b"POST /x HTTP/1.1\r\n")
+    while time.monotonic() - started < SECONDS * 3:
+        try:
+            sock.sendall(b"X-Slow: 1\r\n")
+        except OSError:
+            break
+        if eof_within(sock, SECONDS / 4) is not None:
+            break
+    assert eof_within(sock, SECONDS * 3) is not None
+    assert SECONDS * 0.9 < time.monotonic() - started < SECONDS * 3
+    wait_for(lambda: listening.closed == [Closed.DEADLINE])
+
+
+@timing
+def test_a_body_that_stalls_after_the_headers_is_closed_without_an_answer(
+    listening: Listening,
+) -> None:
+    sock = listening.connect()
+    sock.sendall(REQUEST[:-1])  # the headers and one byte of the body
+    sock.setblocking(True)
+    sock.settimeout(SECONDS * 4)
+    assert sock.recv(65536) == b""  # no 408, no 500: closed
+    wait_for(lambda: listening.closed == [Closed.DEADLINE])
+
+
+@timing
+def test_a_connection_that_never_starts_tls_is_closed_at_the_deadline(
+    listening: Listening,
+) -> None:
+    assert eof_within(listening.raw(), SECONDS * 3) is not None
+    wait_for(lambda: listening.closed == [Closed.DEADLINE])
+
+
+@timing
+def test_a_later_request_gets_its_own_deadline_from_its_first_byte(
+    listening: Listening,
+) -> None:
+    sock = listening.connect()
+    sock.sendall(REQUEST)
+    answer(sock)
+    sock.sendall(b"POST /x HTTP/1.1\r\n")
+    assert eof_within(sock, SECONDS * 3) is not None
+    wait_for(lambda: listening.closed == [Closed.DEADLINE])
+
+
+@timing
+def test_headers_over_the_cap_get_431_and_are_closed(listening: Listening) -> None:
+    sock = listening.connect()
+    sock.sendall(b"POST /x HTTP/1.1\r\nX-Big: " + b"a" * 2048)
+    sock.setblocking(True)
+    sock.settimeout(5)
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    assert reply.startswith(b"HTTP/1.1 431 ")
+    assert listening.closed == [Closed.HEADER_SIZE]
+
+
+@timing
+def test_at_the_cap_the_longest_waiting_connection_makes_room(listening: Listening) -> None:
+    serving = listening.connect()
+    serving.sendall(REQUEST)
+    answer(serving)  # idle keep-alive: evicted only when nothing waits
+    waiting = [listening.raw() for _ in range(2)]
+    newest = listening.connect()  # the cap is 3: the oldest waiting one gives way
+    assert eof_within(waiting[0], SECONDS / 2) is not None
+    newest.sendall(REQUEST)
+    assert answer(newest).startswith(b"HTTP/1.1 200")
+    serving.sendall(REQUEST)
+    assert answer(serving).startswith(b"HTTP/1.1 200")
+    assert listening.closed == [Closed.EVICTED]
+
+
+@timing
+def test_headers_over_the_cap_in_one_piece_get_431_and_are_closed(listening: Listening) -> None:
+    """Headers that end within the write that carries them: httptools has parsed them whole."""
+    sock = listening.connect()
+    sock.sendall(b"POST /x HTTP/1.1\r\nX-Big: " + b"a" * 2048 + b"\r\nContent-Length: 2\r\n\r\nok")
+    sock.setblocking(True)
+    sock.settimeout(5)
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    assert reply.startswith(b"HTTP/1.1 431 ")
+    assert listening.closed == [Closed.HEADER_SIZE]

@@ -1,0 +1,208 @@
+"""Verdict to AdmissionReview response (app.web.response): allowed, denied (403) or undecided
+(503), and every part cut to the apiserver's limits: message, causes, warnings."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pytest
+
+from app.domain.kinds import Kind
+from app.domain.review import Operation, Review
+from app.domain.verdict import Code, Verdict, Violation
+from app.web.request import AdmissionRequest
+from app.web.response import (
+    CAUSES_MAX,
+    MESSAGE_MAX_BYTES,
+    WARNING_MAX_CHARS,
+    WARNINGS_MAX_TOTAL,
+    audit_annotations,
+    bounded_message,
+    bounded_warnings,
+    review_response,
+    subject,
+)
+
+
+def admission(namespace: str = "team-a", name: str = "r") -> AdmissionRequest:
+    review = Review(operation=Operation.CREATE, kind=Kind.TRAINING_RUNTIME, namespace=namespace)
+    return AdmissionRequest(
+        uid="u-1",
+        review=review,
+        kind="TrainingRuntime",
+        group="trainer.kubeflow.org",
+        name=name,
+        username="alice",
+        dry_run=False,
+    )
+
+
+def violation(code: Code, message: str, field: str = "spec.x") -> Violation:
+    return Violation(code=code, field=field, message=message)
+
+
+LOST: Final = violation(Code.NETWORK_NOT_FOUND, "eth1 names gpu-nic-9, not found", "spec.a")
+BAD: Final = violation(Code.INTERFACES_ANNOTATION_MALFORMED, "not JSON", "spec.b")
+UNKNOWN: Final = violation(Code.CLUSTER_STATE_UNAVAILABLE, "caches not synced", "")
+
+
+def test_an_allowed_verdict_has_no_status_and_no_patch() -> None:
+    verdict = Verdict(warnings=("heads up",), recipe="ns/r@3")
+    assert review_response(admission(), verdict) == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {
+            "uid": "u-1",
+            "allowed": True,
+            "auditAnnotations": {"decision": "allowed", "violations": "", "recipe": "ns/r@3"},
+            "warnings": ["heads up"],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("violations", "code", "reason"),
+    [
+        pytest.param((LOST, BAD), 403, "Forbidden", id="a violation: forbidden"),
+        pytest.param((UNKNOWN,), 503, "ServiceUnavailable", id="only undecided: unavailable"),
+        pytest.param((UNKNOWN, LOST), 403, "Forbidden", id="undecided and a violation"),
+    ],
+)
+def test_a_denial_says_why_line_by_line_with_a_cause_each(
+    violations: tuple[Violation, ...], code: int, reason: str
+) -> None:
+    response = review_response(admission(), Verdict(violations=violations))["response"]
+    assert isinstance(response, dict)
+    assert response["allowed"] is False
+    assert "warnings" not in response
+    lines = "\n".join(v.render() for v in violations)
+    assert response["status"] == {
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": f"TrainingRuntime/team-a/r: {lines}",
+        "details": {
+            "name": "r",
+            "group": "trainer.kubeflow.org",
+            "kind": "TrainingRuntime",
+            "causes": [
+                {"reason": v.code.value, "field": v.field, "message": v.message} for v in violations
+            ],
+        },
+    }
+
+
+def test_a_violation_naming_dependents_has_a_cause_per_dependent_and_causes_are_capped() -> None:
+    in_use = Violation(
+        code=Code.NETWORK_IN_USE,
+        field="metadata.name",
+        message="used by 2 runtimes",
+        causes=(("ns/a", "uses it as eth1"), ("ns/b", "uses it as eth2")),
+    )
+    many = tuple(violation(Code.NETWORK_NOT_FOUND, f"m{i}", f"f{i}") for i in range(CAUSES_MAX))
+    response = review_response(admission(), Verdict(violations=(in_use, *many)))["response"]
+    assert isinstance(response, dict)
+    causes = response["status"]["details"]["causes"]
+    assert len(causes) == CAUSES_MAX
+    assert causes[:3] == [
+        {"reason": "NetworkInUse", "field": "ns/a", "message": "uses it as eth1"},
+        {"reason": "NetworkInUse", "field": "ns/b", "message": "uses it as eth2"},
+        {"reason": "NetworkNotFound", "field": "f0", "message": "m0"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "expected"),
+    [("team-a", "TrainingRuntime/team-a/r"), ("", "TrainingRuntime/r")],
+)
+def test_the_subject_names_namespace_only_when_there_is_one(namespace: str, expected: str) -> None:
+    assert subject(admission(namespace)) == expected
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        pytest.param(["a", "b"], "p: a\nb", id="fits"),
+        pytest.param(
+            ["x" * 600, "y" * 600, "z"],
+            "p: " + "x" * 600 + "\n... and 2 more (see details.causes)",
+            id="whole lines kept, the rest counted",
+        ),
+        pytest.param(
+            ["é" * 1000],
+            None,
+            id="a first line too long alone is cut on a character",
+        ),
+    ],
+)
+def test_the_message_stays_within_1_kib(lines: list[str], expected: str | None) -> None:
+    message = bounded_message("p: ", lines)
+    assert len(message.encode()) <= MESSAGE_MAX_BYTES
+    if expected is not None:
+        assert message == expected
+    else:
+        assert message.startswith("p: éé")
+        assert message.endswith("…")
+
+
+def test_a_lone_surrogate_in_a_message_is_measured_not_refused() -> None:
+    message = bounded_message("p: ", ["\ud800" * 2000])
+    assert len(message.encode("utf-8", errors="surrogatepass")) <= MESSAGE_MAX_BYTES
+
+
+@pytest.mark.parametrize(
+    ("warnings", "expected"),
+    [
+        pytest.param((), [], id="none"),
+        pytest.param(("one\n  two\tthree",), ["one two three"], id="whitespace folded"),
+        pytest.param(
+            ("w" * 200,), ["w" * (WARNING_MAX_CHARS - 1) + "…"], id="each cut to 120 characters"
+        ),
+        pytest.param(
+            tuple(f"{i:03d}" + "w" * 117 for i in range(20)),
+            [f"{i:03d}" + "w" * 117 for i in range(WARNINGS_MAX_TOTAL // 120)]
+            + [f"... and {20 - WARNINGS_MAX_TOTAL // 120} more warnings"],
+            id="the list cut under the apiserver's limit",
+        ),
+    ],
+)
+def test_warnings_are_bounded(warnings: tuple[str, ...], expected: list[str]) -> None:
+    assert bounded_warnings(warnings) == expected
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [
+        pytest.param(
+            Verdict(recipe="ns/r@1"),
+            {"decision": "allowed", "violations": "", "recipe": "ns/r@1"},
+            id="allowed",
+        ),
+        pytest.param(
+            Verdict(violations=(LOST, BAD, LOST)),
+            {
+                "decision": "denied",
+                "violations": "NetworkNotFound,InterfacesAnnotationMalformed",
+                "recipe": "none",
+            },
+            id="denied: each violation's code, once",
+        ),
+        pytest.param(
+            Verdict(warned=(LOST,)),
+            {"decision": "warned", "violations": "NetworkNotFound", "recipe": "none"},
+            id="warned: what would have denied",
+        ),
+        pytest.param(
+            Verdict(waived=(BAD,), grandfathered=(BAD,)),
+            {
+                "decision": "allowed",
+                "violations": "",
+                "grandfathered": "InterfacesAnnotationMalformed",
+                "recipe": "none",
+            },
+            id="grandfathered",
+        ),
+    ],
+)
+def test_audit_annotations(verdict: Verdict, expected: dict[str, str]) -> None:
+    assert audit_annotations(verdict) == expected
