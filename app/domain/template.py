@@ -8,7 +8,7 @@ only what these read (``app.domain.slim``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -58,11 +58,12 @@ def wired_jobs(runtime: object) -> tuple[str, ...]:
 
 
 def wired_templates(
-    runtime: object, *, ancestors: Collection[str] = ()
+    runtime: object, *, ancestors: Mapping[str, bool] | None = None
 ) -> tuple[PodTemplate | PodTemplateMissing, ...]:
     """The pod template (or why it is missing) of every wired job: node, launcher when it runs
     ranks, then each other job labelled as the trainer ancestor, in list order. ``ancestors``
-    names jobs a TrainJob's patches label so: Trainer reads the label after merging them."""
+    says, for the jobs a TrainJob's patches relabel, whether they then name the trainer:
+    Trainer reads the label after merging them."""
     jobs, entries = _wired_entries(runtime, ancestors)
     return tuple(
         _missing(name) if position is None else _template(name, position, jobs[position])
@@ -104,7 +105,7 @@ _Entries = tuple[tuple[str, int | None], ...]
 
 
 def _wired_entries(
-    runtime: object, ancestors: Collection[str] = ()
+    runtime: object, ancestors: Mapping[str, bool] | None = None
 ) -> tuple[Sequence[object], _Entries]:
     """The replicatedJobs, and each wired job's name and position.
 
@@ -116,7 +117,7 @@ def _wired_entries(
     launcher = value_at(spec, "mlPolicy", "mpi", "runLauncherAsNode") is True
     named = (NODE_JOB, LAUNCHER_JOB) if launcher else (NODE_JOB,)
     entries: list[tuple[str, int | None]] = [(name, _first_named(jobs, name)) for name in named]
-    if len(jobs) == 1 and entries[0][1] == 0:
+    if len(jobs) == 1 and entries[0][1] == 0 and not ancestors:
         return jobs, tuple(entries)  # the node job alone, as in AICR's runtimes
     # Trainer runs the trainer in every job labelled as its ancestor, whatever its name: a
     # labelled job is wired even when an earlier job has its name. Unnamed ones go by position.
@@ -126,7 +127,8 @@ def _wired_entries(
         if position in taken:
             continue
         name = value_at(item, "name")
-        if is_trainer_ancestor(item) or (isinstance(name, str) and name in ancestors):
+        relabelled = ancestors.get(name) if ancestors and isinstance(name, str) else None
+        if is_trainer_ancestor(item) if relabelled is None else relabelled:
             labelled.append(
                 (name if isinstance(name, str) else f"replicatedJobs[{position}]", position)
             )

@@ -147,10 +147,10 @@ def _named(job: object, name: str) -> bool:
     return mapping is not None and mapping.get("name") == name
 
 
-def patched_ancestors(trainjob: object) -> frozenset[str]:
-    """The jobs a TrainJob's ``runtimePatches`` label as the trainer ancestor, the last value
-    of each job winning: Trainer reads the label after merging the patches, so a patch can make
-    any job of the runtime run the trainer."""
+def patched_ancestors(trainjob: object) -> dict[str, bool]:
+    """Each job whose trainer-ancestor label a TrainJob's ``runtimePatches`` set, and whether
+    it then names the trainer, the last value winning: Trainer reads the label after merging
+    the patches, so a patch can make any job of the runtime run the trainer, or none."""
     labelled: dict[str, bool] = {}
     for patch in as_list(value_at(trainjob, "spec", "runtimePatches")) or ():
         jobs = as_list(value_at(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs"))
@@ -159,4 +159,4 @@ def patched_ancestors(trainjob: object) -> frozenset[str]:
             value = value_at(job, "template", "metadata", "labels", ANCESTOR_LABEL)
             if isinstance(name, str) and isinstance(value, str):
                 labelled[name] = value == TRAINER_ANCESTOR
-    return frozenset(name for name, on in labelled.items() if on)
+    return labelled

@@ -145,6 +145,8 @@ def _assert_judged(
 
 _PATCH_SPEC: Final = ("trainingRuntimeSpec", "template", "spec")
 _TO_ANNOTATIONS: Final = ("template", "spec", "template", "metadata", "annotations")
+# A wired job's Job-template labels say it runs the trainer (the ancestor label).
+_TO_LABELS: Final = ("template", "metadata", "labels")
 Path = tuple[str | int, ...]
 
 
@@ -163,7 +165,8 @@ def _directives(value: object, path: Path = ()) -> Iterator[Path]:
 def _on_wired_path(path: Path, trainjob: Mapping[str, object], wired: set[str]) -> bool:
     """SPEC §2: from a patch's ``template.spec`` down to a wired template's annotations (the
     replicatedJobs list, the wired entry, its template, spec, template, metadata, annotations),
-    and ``podTemplateOverrides[*].metadata`` (and its annotations) of a wired job."""
+    a wired entry's Job-template metadata and labels (where its ancestor label lives), and
+    ``podTemplateOverrides[*].metadata`` (and its annotations) of a wired job."""
     at, key = path[:-1], path[-1]
     assert isinstance(key, str)
     spec = trainjob["spec"]
@@ -181,7 +184,8 @@ def _on_wired_path(path: Path, trainjob: Mapping[str, object], wired: set[str]) 
         entry = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][rest[1]]
         name = entry.get("name")
         tail = rest[2:]
-        return not isinstance(name, str) or (name in wired and tail == _TO_ANNOTATIONS[: len(tail)])
+        on_path = tail in (_TO_ANNOTATIONS[: len(tail)], _TO_LABELS[: len(tail)])
+        return not isinstance(name, str) or (name in wired and on_path)
     override = spec["podTemplateOverrides"][at[2]]
     targets = {t.get("name") for t in override.get("targetJobs") or ()}
     return bool(targets & wired) and at[3:] in (("metadata",), ("metadata", "annotations"))

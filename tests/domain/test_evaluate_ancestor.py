@@ -247,3 +247,28 @@ def test_a_job_a_trainjob_patch_labels_as_the_trainer_is_wired(
             assert violation.message.startswith("worker job: recipe-bound, but the worker pod")
             assert violation.field == "spec.runtimeRef"
     assert codes(evaluate(review(WORKER_RUNTIME), snapshot(), Policy())) == ()
+
+
+LAUNCHER_RUNTIME = runtime(jobs=[job("launcher", wired(), labels=TRAINER)])
+
+
+@pytest.mark.parametrize(
+    ("patches", "expected"),
+    [
+        pytest.param([], (), id="the-runtime-labels-it"),
+        pytest.param(
+            [("launcher", "dataset-initializer")], ("NodeJobMissing",), id="relabelled-away"
+        ),
+        pytest.param(
+            [("launcher", "dataset-initializer"), ("launcher", "trainer")], (), id="and-back"
+        ),
+    ],
+)
+def test_a_patch_relabelling_the_only_trainer_job_leaves_none(
+    patches: list[tuple[str, object]], expected: tuple[str, ...]
+) -> None:
+    """Trainer's merge leaves no job labelled as the trainer: no wired template remains, which a
+    recipe-bound runtime may not have (NodeJobMissing), as Trainer's own reading says."""
+    job_obj = _labelling(*patches)
+    for runtime_obj in (LAUNCHER_RUNTIME, slim_runtime(LAUNCHER_RUNTIME)):
+        assert codes(evaluate(review(job_obj), snapshot(runtime_obj), Policy())) == expected

@@ -57,12 +57,15 @@ def patch_directives(trainjob: object, wired_jobs: Collection[str]) -> tuple[Dir
 def directive_violation(directive: Directive) -> Violation:
     value = directive.value
     shown_value = f": {shown(value)}" if isinstance(value, str) else ""
+    labels = directive.target.endswith("labels")
+    included = "the trainer-ancestor label" if labels else "wiring"
+    explicit = "labels" if labels else "annotation values"
     return Violation(
         code=Code.PATCH_DIRECTIVE_UNSUPPORTED,
         field=str(directive.path),
         message=f'"{shown(directive.key)}{shown_value}" is a strategic-merge directive: '
-        f"{directive.merge} would {_effect(directive)}, wiring included. nicguard does not "
-        "compute directives; set the annotation values explicitly instead",
+        f"{directive.merge} would {_effect(directive)}, {included} included. nicguard does "
+        f"not compute directives; set the {explicit} explicitly instead",
     )
 
 
@@ -113,6 +116,19 @@ def _runtime_patch_directives(trainjob: object, wired: Collection[str]) -> Itera
 
 def _wired_entry(job: JsonMap, path: FieldPath, name: str) -> Iterator[Directive]:
     yield from _directives(job, path, f"the {shown(name)} job", _TRAINER_MERGE)
+    # The Job template's labels say which job runs the trainer (the ancestor label): a directive
+    # there can take the label off the job nicguard judges as the trainer.
+    metadata = value_at(job, "template", "metadata")
+    metadata_path = path.child("template.metadata")
+    yield from _directives(
+        metadata, metadata_path, f"the {shown(name)} job's labels", _TRAINER_MERGE
+    )
+    yield from _directives(
+        value_at(metadata, "labels"),
+        metadata_path.child("labels"),
+        f"the {shown(name)} job's labels",
+        _TRAINER_MERGE,
+    )
     level: object = job
     for step, holds in _WIRED_STEPS:
         level = as_map(level)

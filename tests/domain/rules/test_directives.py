@@ -91,6 +91,24 @@ CASES = [
     ),
     pytest.param(
         Case(
+            patched(node({}, job_template={"metadata": {"labels": {"$patch": "delete"}}})),
+            (f"{JOB0}.template.metadata.labels[$patch]",),
+            '"$patch: delete" is a strategic-merge directive: Trainer\'s merge of runtimePatches '
+            "would remove the node job's labels, the trainer-ancestor label included. nicguard "
+            "does not compute directives; set the labels explicitly instead",
+        ),
+        id="job-labels-delete",
+    ),
+    pytest.param(
+        Case(
+            patched(node({}, job_template={"metadata": {"$patch": "replace"}})),
+            (f"{JOB0}.template.metadata[$patch]",),
+            "would replace the node job's labels by the patch's",
+        ),
+        id="job-metadata-replace",
+    ),
+    pytest.param(
+        Case(
             patched(node({}, metadata={"$retainKeys": ["labels"]})),
             (f"{POD}.metadata[$retainKeys]",),
             '"$retainKeys" is a strategic-merge directive: Trainer\'s merge of runtimePatches '
