@@ -85,11 +85,6 @@ def assess(review: Review) -> Assessment:
     return Assessment(skip, None if skip is not None else _runtime_of(review))
 
 
-def runtime_needed(review: Review) -> RuntimeKey | None:
-    """The runtime a TrainJob request is judged against, or None for every other request."""
-    return assess(review).runtime
-
-
 def _runtime_of(review: Review) -> RuntimeKey | None:
     if review.kind is not Kind.TRAIN_JOB or review.obj is None:
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.assessment import runtime_needed, skip_reason
+from app.domain.assessment import assess, skip_reason
 from app.domain.cluster import WithRuntime
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
@@ -276,10 +276,10 @@ def test_an_update_removing_the_node_job_changes_the_wiring() -> None:
         pytest.param(review(runtime()), None, id="a-runtime"),
     ],
 )
-def test_runtime_needed_names_the_runtime_a_trainjob_is_judged_against(
+def test_the_assessment_names_the_runtime_a_trainjob_is_judged_against(
     request_: Review, needed: tuple[Kind, str, str] | None
 ) -> None:
-    assert runtime_needed(request_) == needed
+    assert assess(request_).runtime == needed
 
 
 def test_a_view_with_one_runtime_read_directly_answers_it_and_delegates_the_rest() -> None:
