@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from app.documents import load_yaml
 from app.domain.cluster import CacheStatus, ClusterSnapshot, ClusterView, ObjectName, snapshot_of
 from app.domain.policy import Policy
 from app.files.state import load_objects
+from app.logs import JsonFormatter
 from app.metrics import Metrics
 from app.web.admission import create_admission_app
 from tests.support.paths import ROOT
@@ -42,3 +46,20 @@ def make_client(view: ClusterView, policy: Policy | None = None) -> tuple[TestCl
 @pytest.fixture
 def client(example_state: ClusterSnapshot) -> TestClient:
     return make_client(example_state)[0]
+
+
+@pytest.fixture
+def decision_lines() -> Iterator[io.StringIO]:
+    """The decision log's lines as JSON, as configure_logging puts a handler on the root."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    decisions = logging.getLogger("nicguard.decisions")
+    level = decisions.level
+    decisions.addHandler(handler)
+    decisions.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        decisions.removeHandler(handler)
+        decisions.setLevel(level)

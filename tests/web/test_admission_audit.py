@@ -6,12 +6,10 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.logs import JsonFormatter
 from tests.web.conftest import sample_review
 
 KEYS = [
@@ -39,23 +37,6 @@ KEYS = [
 ]
 
 
-@pytest.fixture
-def audit_stream() -> Iterator[io.StringIO]:
-    """A JSON handler on the audit logger, as configure_logging puts one on the root."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    audit = logging.getLogger("nicguard.decisions")
-    level = audit.level
-    audit.addHandler(handler)
-    audit.setLevel(logging.INFO)
-    try:
-        yield stream
-    finally:
-        audit.removeHandler(handler)
-        audit.setLevel(level)
-
-
 @pytest.mark.parametrize(
     ("name", "username", "shown"),
     [
@@ -69,7 +50,7 @@ def audit_stream() -> Iterator[io.StringIO]:
 )
 def test_one_line_per_decision_written_as_the_json_module_writes_it(
     client: TestClient,
-    audit_stream: io.StringIO,
+    decision_lines: io.StringIO,
     name: str | None,
     username: str | None,
     shown: tuple[str, str] | None,
@@ -81,7 +62,7 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
     body = json.dumps(review).encode()
     reply = client.post("/validate", content=body, headers={"Content-Type": "application/json"})
     assert reply.status_code == 200
-    (line,) = audit_stream.getvalue().splitlines()
+    (line,) = decision_lines.getvalue().splitlines()
     decoded = json.loads(line)
     assert list(decoded) == KEYS
     assert line == json.dumps(decoded, separators=(",", ":"))
@@ -95,9 +76,9 @@ def test_one_line_per_decision_written_as_the_json_module_writes_it(
 
 
 def test_no_decision_line_below_the_configured_level(
-    client: TestClient, audit_stream: io.StringIO
+    client: TestClient, decision_lines: io.StringIO
 ) -> None:
     logging.getLogger("nicguard.decisions").setLevel(logging.WARNING)
     reply = client.post("/validate", json=sample_review("good-runtime"))
     assert reply.status_code == 200
-    assert audit_stream.getvalue() == ""
+    assert decision_lines.getvalue() == ""

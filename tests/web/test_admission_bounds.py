@@ -6,34 +6,15 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.logs import JsonFormatter
 from tests.web.conftest import sample_review
 
 JSON = {"Content-Type": "application/json"}
 INTERFACES = "networking.gke.io/interfaces"
-
-
-@pytest.fixture
-def audit_lines() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    audit = logging.getLogger("nicguard.decisions")
-    level = audit.level
-    audit.addHandler(handler)
-    audit.setLevel(logging.INFO)
-    try:
-        yield stream
-    finally:
-        audit.removeHandler(handler)
-        audit.setLevel(level)
 
 
 def _wired(entries: list[dict[str, str]], *, name: str = "team-copy") -> dict[str, Any]:
@@ -71,7 +52,7 @@ WIDE = [{"interfaceName": f"eth{i}", "network": f"{EMOJI * 300}{i}"} for i in ra
     ],
 )
 def test_what_a_denial_writes_is_bounded_and_escaped(
-    client: TestClient, audit_lines: io.StringIO, entries: list[dict[str, str]]
+    client: TestClient, decision_lines: io.StringIO, entries: list[dict[str, str]]
 ) -> None:
     review = _wired(entries, name=f"copy{EMOJI * 5000}" if entries is WIDE else "team-copy")
     review["request"]["userInfo"]["username"] = EMOJI * 5000
@@ -92,7 +73,7 @@ def test_what_a_denial_writes_is_bounded_and_escaped(
         assert len(value.encode()) <= 1024
     codes = response["auditAnnotations"]["violations"].split(",")
     assert len(codes) == len(set(codes))
-    (line,) = audit_lines.getvalue().splitlines()
+    (line,) = decision_lines.getvalue().splitlines()
     assert len(line.encode()) <= 16 * 1024
     decision = json.loads(line)
     assert len(decision["violation_codes"]) == len(set(decision["violation_codes"]))
