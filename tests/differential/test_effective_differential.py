@@ -1,4 +1,4 @@
-"""Trainer's effective wiring of a TrainJob against the wiring nicguard judges (SPEC §2, §10).
+"""Trainer's effective wiring of a TrainJob against the wiring nicguard judges (docs/rules.md).
 
 For every generated runtime and TrainJob, the Go oracle computes what Trainer builds: the wired
 templates Trainer's plugins pick (the ``node`` job, every job labelled
@@ -163,10 +163,11 @@ def _directives(value: object, path: Path = ()) -> Iterator[Path]:
 
 
 def _on_wired_path(path: Path, trainjob: Mapping[str, object], wired: set[str]) -> bool:
-    """SPEC §2: from a patch's ``template.spec`` down to a wired template's annotations (the
-    replicatedJobs list, the wired entry, its template, spec, template, metadata, annotations),
-    a wired entry's Job-template metadata and labels (where its ancestor label lives), and
-    ``podTemplateOverrides[*].metadata`` (and its annotations) of a wired job."""
+    """docs/rules.md, PatchDirectiveUnsupported: from a patch's ``template.spec`` down to a
+    wired template's annotations (the replicatedJobs list, the wired entry, its template, spec,
+    template, metadata, annotations), a wired entry's Job-template metadata and labels (where
+    its ancestor label lives), and ``podTemplateOverrides[*].metadata`` (and its annotations)
+    of a wired job."""
     at, key = path[:-1], path[-1]
     assert isinstance(key, str)
     spec = trainjob["spec"]

@@ -1,4 +1,4 @@
-"""GKE's reading of ``networking.gke.io/interfaces`` against nicguard's (SPEC §3, §10).
+"""GKE's reading of ``networking.gke.io/interfaces`` against nicguard's (docs/rules.md).
 
 For every generated annotation text, either nicguard refuses it (``parse_interfaces`` raises,
 which every rule reports as ``InterfacesAnnotationMalformed``) or it reads exactly the entries
