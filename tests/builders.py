@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+import yaml
+
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, ObjectName, snapshot_of
 from app.domain.kinds import Kind
@@ -288,6 +290,40 @@ def review(
         old_obj=old,
         subresource=subresource,
     )
+
+
+TRAINJOB_OWNER: Final = {
+    "apiVersion": TRAINER_API,
+    "kind": "TrainJob",
+    "name": "job",
+    "uid": "0b5e8f5c-2d7a-4f3e-9d1c-6a4b3c2d1e0f",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+"""The controller owner reference Trainer sets on TrainJob team/job's runtime snapshot."""
+
+
+def bare(obj: Mapping[str, object]) -> dict[str, object]:
+    """A runtime copied as Trainer v2.3.0 writes it: without apiVersion and kind."""
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+
+
+def copy_of(
+    runtime_obj: object, *, name: str = "job-runtime-snapshot", owners: object = None
+) -> dict[str, object]:
+    """The runtime snapshot ConfigMap team/``name`` holding ``runtime_obj`` (an object, dumped
+    as YAML, or the text itself), owned by TrainJob team/job unless ``owners`` says otherwise."""
+    text = runtime_obj if isinstance(runtime_obj, str) else yaml.safe_dump(runtime_obj)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "ownerReferences": [TRAINJOB_OWNER] if owners is None else owners,
+        },
+        "data": {"runtime": text},
+    }
 
 
 def codes(verdict: Verdict) -> tuple[str, ...]:

@@ -30,9 +30,8 @@ import yaml
 
 from app.commands.check import CheckResult, check_files
 from app.config import Settings, settings_from
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, UPSTREAM
 
-UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"
 HEADER = "# nicguard upstream corpus"
 WIRING_KEYS = ("networking.gke.io/interfaces", "networking.gke.io/default-interface")
 

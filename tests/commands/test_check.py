@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.paths import UPSTREAM
 from tests.test_cli import ROOT, STATE, nicguard
 
 JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
@@ -212,7 +213,7 @@ def test_a_list_nested_thousands_deep_exits_two_with_one_line(
     assert run.stdout == ""
 
 
-SNAPSHOT_FIXTURE = ROOT / "tests/fixtures/upstream/trainer-v2.3.0/snapshots"
+SNAPSHOT_FIXTURE = UPSTREAM / "trainer-v2.3.0/snapshots"
 
 
 def test_a_tampered_runtime_snapshot_among_the_files_is_denied(tmp_path: Path) -> None:

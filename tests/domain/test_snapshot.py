@@ -4,10 +4,7 @@ runtime, UPDATE grandfathering, and what is not a snapshot."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pytest
-import yaml
 
 from app.documents import load_yaml
 from app.domain.assessment import skip_reason
@@ -22,7 +19,10 @@ from tests.builders import (
     INTERFACES_PATH,
     PAIRS,
     RECIPE_BOUND,
+    TRAINJOB_OWNER,
+    bare,
     codes,
+    copy_of,
     runtime,
     snapshot,
     wired,
@@ -33,35 +33,6 @@ LEAD = (
     "ConfigMap team/job-runtime-snapshot (runtime snapshot of TrainJob team/job: "
     "ClusterTrainingRuntime torch-distributed-tcpxo)"
 )
-OWNER = {
-    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-    "kind": "TrainJob",
-    "name": "job",
-    "uid": "0b5e8f5c-2d7a-4f3e-9d1c-6a4b3c2d1e0f",
-    "controller": True,
-    "blockOwnerDeletion": True,
-}
-
-
-def bare(obj: Mapping[str, object]) -> dict[str, object]:
-    """The copy as Trainer v2.3.0 writes it: without apiVersion and kind."""
-    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-
-
-def copy_of(
-    runtime_obj: object, *, name: str = "job-runtime-snapshot", owners: object = None
-) -> dict[str, object]:
-    text = runtime_obj if isinstance(runtime_obj, str) else yaml.safe_dump(runtime_obj)
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "ownerReferences": [OWNER] if owners is None else owners,
-        },
-        "data": {"runtime": text},
-    }
 
 
 def judged(
@@ -251,14 +222,18 @@ def test_the_live_runtime_of_a_training_runtime_copy_is_looked_up_in_its_namespa
     [
         pytest.param("job-snapshot", None, id="name-without-suffix"),
         pytest.param("job-runtime-snapshot", [], id="no-owner"),
-        pytest.param("job-runtime-snapshot", [{**OWNER, "controller": False}], id="not-controller"),
-        pytest.param("job-runtime-snapshot", [{**OWNER, "kind": "JobSet"}], id="not-a-trainjob"),
+        pytest.param(
+            "job-runtime-snapshot", [{**TRAINJOB_OWNER, "controller": False}], id="not-controller"
+        ),
+        pytest.param(
+            "job-runtime-snapshot", [{**TRAINJOB_OWNER, "kind": "JobSet"}], id="not-a-trainjob"
+        ),
         pytest.param(
             "job-runtime-snapshot",
-            [{**OWNER, "apiVersion": "example.com/v1"}],
+            [{**TRAINJOB_OWNER, "apiVersion": "example.com/v1"}],
             id="another-group",
         ),
-        pytest.param("job-runtime-snapshot", [{**OWNER, "name": ""}], id="unnamed-owner"),
+        pytest.param("job-runtime-snapshot", [{**TRAINJOB_OWNER, "name": ""}], id="unnamed-owner"),
         pytest.param("job-runtime-snapshot", ["x"], id="owner-not-an-object"),
     ],
 )

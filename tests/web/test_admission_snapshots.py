@@ -12,7 +12,9 @@ from typing import Any
 import yaml
 from fastapi.testclient import TestClient
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures/upstream/trainer-v2.3.0/snapshots"
+from tests.support.paths import UPSTREAM
+
+FIXTURES = UPSTREAM / "trainer-v2.3.0/snapshots"
 CONFIGMAP = {"group": "", "version": "v1", "kind": "ConfigMap"}
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
