@@ -1,6 +1,6 @@
 """Trainer's runtime snapshots judged as the runtime they copy (docs/rules.md,
-RuntimeSnapshotInvalid): kind read without apiVersion/kind, binding by copy, old copy or live
-runtime, UPDATE grandfathering, and what is not a snapshot."""
+RuntimeSnapshotInvalid): binding by copy, old copy or live runtime, UPDATE grandfathering, a copy
+that holds no runtime. Reading a copy: tests/domain/test_runtime_snapshot.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from tests.builders import (
     INTERFACES_PATH,
     PAIRS,
     RECIPE_BOUND,
-    TRAINJOB_OWNER,
     bare,
     codes,
     copy_of,
@@ -215,30 +214,6 @@ def test_the_live_runtime_of_a_training_runtime_copy_is_looked_up_in_its_namespa
     view = with_runtimes(snapshot(), {(Kind.TRAINING_RUNTIME, "team", "x"): live})
     tampered = bare(runtime("x", kind=Kind.TRAINING_RUNTIME, annotations=wired(SWAPPED)))
     assert codes(judged(copy_of(tampered), view=view)) == ("MappingDivergesFromRecipe",)
-
-
-@pytest.mark.parametrize(
-    ("name", "owners"),
-    [
-        pytest.param("job-snapshot", None, id="name-without-suffix"),
-        pytest.param("job-runtime-snapshot", [], id="no-owner"),
-        pytest.param(
-            "job-runtime-snapshot", [{**TRAINJOB_OWNER, "controller": False}], id="not-controller"
-        ),
-        pytest.param(
-            "job-runtime-snapshot", [{**TRAINJOB_OWNER, "kind": "JobSet"}], id="not-a-trainjob"
-        ),
-        pytest.param(
-            "job-runtime-snapshot",
-            [{**TRAINJOB_OWNER, "apiVersion": "example.com/v1"}],
-            id="another-group",
-        ),
-        pytest.param("job-runtime-snapshot", [{**TRAINJOB_OWNER, "name": ""}], id="unnamed-owner"),
-        pytest.param("job-runtime-snapshot", ["x"], id="owner-not-an-object"),
-    ],
-)
-def test_other_configmaps_are_not_snapshots(name: str, owners: object) -> None:
-    assert snapshot_owner(copy_of(TCPXO, name=name, owners=owners)) is None
 
 
 def test_a_snapshot_write_without_its_copy_is_not_judged() -> None:
