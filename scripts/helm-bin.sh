@@ -6,36 +6,22 @@
 #   NICGUARD_NO_BUILD=1 (print the cached helm or fail; never build: what the tests use).
 # Usage: HELM=$(scripts/helm-bin.sh)
 set -euo pipefail
-
-exec 3>&1 1>&2            # stdout is reserved for the final path line; everything else -> stderr
-log() { printf 'helm-bin: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-emit() { printf '%s\n' "$1" >&3; exit 0; }
+# shellcheck source=scripts/cache-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cache-lib.sh" helm-bin
 
 HELM_VERSION="${NICGUARD_HELM_VERSION:-v3.22.0}"
 [[ "$HELM_VERSION" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || die "NICGUARD_HELM_VERSION must look like v3.22.0"
-CACHE_ROOT="${NICGUARD_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nicguard}"
-BIN_DIR="$CACHE_ROOT/helm-$HELM_VERSION"
+BIN_DIR="$(cache_root "${NICGUARD_HELM_CACHE:-}")/helm-$HELM_VERSION"
 BIN="$BIN_DIR/helm"
 
 # 1) explicit binary: must be an executable file.
-if [[ -n "${NICGUARD_HELM:-}" ]]; then
-  [[ -f "$NICGUARD_HELM" && -x "$NICGUARD_HELM" ]] || die "NICGUARD_HELM is not an executable file: $NICGUARD_HELM"
-  emit "$NICGUARD_HELM"
-fi
+emit_explicit NICGUARD_HELM
 
 # 2) versioned cache: fast path without the lock, then re-check under an exclusive flock.
-if [[ -x "$BIN" ]]; then emit "$BIN"; fi
-[[ "${NICGUARD_NO_BUILD:-}" != 1 ]] || die "helm $HELM_VERSION is not built: run \`make helm\`"
-command -v go >/dev/null || die "go not found (needed once to build helm $HELM_VERSION)"
-mkdir -p "$BIN_DIR"
-exec 9>"$BIN_DIR/.lock"
-if ! flock -n 9; then log "another build holds $BIN_DIR/.lock; waiting..."; flock 9; fi
-if [[ -x "$BIN" ]]; then emit "$BIN"; fi
+reuse_or_lock "$BIN_DIR" "$BIN" "build helm $HELM_VERSION" \
+  "helm $HELM_VERSION is not built: run \`make helm\`" test -x "$BIN"
 
-export GOTOOLCHAIN="${NICGUARD_GOTOOLCHAIN:-auto}" GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
-export GOWORK=off GO111MODULE=on
-PAR="${NICGUARD_BUILD_PARALLELISM:-2}"
+go_build_env mod
 WORK="$BIN_DIR/build"       # the wrapper module lives here (only go.mod/go.sum), removed after success
 tmp="$BIN_DIR/.helm.tmp.$$"
 rm -f "$BIN_DIR"/.helm.tmp.*                 # leftovers of interrupted builds (we hold the lock)

@@ -6,11 +6,8 @@
 # Env: NICGUARD_K8S_VERSION (v1.37.2), NICGUARD_ETCD_VERSION (v3.6.16), NICGUARD_K8S_CACHE (cache root),
 #   NICGUARD_GOTOOLCHAIN (auto: may fetch a newer Go via the proxy). Usage: BIN=$(scripts/k8s-bins.sh)
 set -euo pipefail
-
-exec 3>&1 1>&2            # stdout is reserved for the final directory line; everything else -> stderr
-log() { printf 'k8s-bins: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-emit() { printf '%s\n' "$1" >&3; exit 0; }
+# shellcheck source=scripts/cache-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cache-lib.sh" k8s-bins
 have_bins() { [[ -x "$1/kube-apiserver" && -x "$1/kube-controller-manager" && -x "$1/etcd" ]]; }
 
 K8S_VERSION="${NICGUARD_K8S_VERSION:-v1.37.2}"
@@ -18,7 +15,7 @@ ETCD_VERSION="${NICGUARD_ETCD_VERSION:-v3.6.16}"
 [[ "$K8S_VERSION" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "NICGUARD_K8S_VERSION must look like v1.37.2"
 K8S_MINOR="${BASH_REMATCH[1]}"
 STAGING_VERSION="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"   # k8s.io/api etc. are published as v0.<minor>.<patch>
-CACHE_ROOT="${NICGUARD_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nicguard}"
+CACHE_ROOT="$(cache_root "${NICGUARD_K8S_CACHE:-}")"
 BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
 
 # 1) explicit binaries: both must be set & executable; symlink them into one dir so callers get a dir.
@@ -48,16 +45,9 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
 fi
 
 # 3) versioned cache: fast path without the lock, then re-check under an exclusive flock.
-if have_bins "$BIN_DIR"; then emit "$BIN_DIR"; fi
-command -v go >/dev/null || die "go not found (needed once to build $K8S_VERSION / etcd $ETCD_VERSION)"
-mkdir -p "$BIN_DIR"
-exec 9>"$BIN_DIR/.lock"
-if ! flock -n 9; then log "another build holds $BIN_DIR/.lock; waiting..."; flock 9; fi
-if have_bins "$BIN_DIR"; then emit "$BIN_DIR"; fi
+reuse_or_lock "$BIN_DIR" "$BIN_DIR" "build $K8S_VERSION / etcd $ETCD_VERSION" "" have_bins "$BIN_DIR"
 
-export GOTOOLCHAIN="${NICGUARD_GOTOOLCHAIN:-auto}" GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
-export GOWORK=off GO111MODULE=on
-PAR="${NICGUARD_BUILD_PARALLELISM:-2}"
+go_build_env mod
 WORK="$BIN_DIR/build"       # wrapper modules live here (only go.mod/go.sum), removed after success
 rm -f "$BIN_DIR"/.*.tmp.*                    # leftovers of interrupted builds (we hold the lock)
 trap 'rm -f "$BIN_DIR"/.*.tmp.$$' EXIT

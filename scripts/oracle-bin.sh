@@ -8,37 +8,23 @@
 #   NICGUARD_NO_BUILD=1 (print the cached oracle or fail; never build: what the tests use).
 # Usage: ORACLE=$(scripts/oracle-bin.sh)
 set -euo pipefail
-
-exec 3>&1 1>&2            # stdout is reserved for the final path line; everything else -> stderr
-log() { printf 'oracle-bin: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-emit() { printf '%s\n' "$1" >&3; exit 0; }
+# shellcheck source=scripts/cache-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cache-lib.sh" oracle-bin
 
 # 1) explicit binary: must be an executable file.
-if [[ -n "${NICGUARD_ORACLE:-}" ]]; then
-  [[ -f "$NICGUARD_ORACLE" && -x "$NICGUARD_ORACLE" ]] || die "NICGUARD_ORACLE is not an executable file: $NICGUARD_ORACLE"
-  emit "$NICGUARD_ORACLE"
-fi
+emit_explicit NICGUARD_ORACLE
 
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/oracle" && pwd)"
 [[ -f "$SRC/go.mod" && -f "$SRC/go.sum" ]] || die "no go.mod/go.sum in $SRC"
 KEY="$(cd "$SRC" && cat go.mod go.sum $(ls -- *.go | LC_ALL=C sort) | sha256sum | cut -c1-16)"
-CACHE_ROOT="${NICGUARD_ORACLE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nicguard}"
-BIN_DIR="$CACHE_ROOT/oracle-$KEY"
+BIN_DIR="$(cache_root "${NICGUARD_ORACLE_CACHE:-}")/oracle-$KEY"
 BIN="$BIN_DIR/oracle"
 
 # 2) cache: fast path without the lock, then re-check under an exclusive flock.
-if [[ -x "$BIN" ]]; then emit "$BIN"; fi
-[[ "${NICGUARD_NO_BUILD:-}" != 1 ]] || die "the oracle is not built for these sources: run \`make oracle\`"
-command -v go >/dev/null || die "go not found (needed once to build the oracle from $SRC)"
-mkdir -p "$BIN_DIR"
-exec 9>"$BIN_DIR/.lock"
-if ! flock -n 9; then log "another build holds $BIN_DIR/.lock; waiting..."; flock 9; fi
-if [[ -x "$BIN" ]]; then emit "$BIN"; fi
+reuse_or_lock "$BIN_DIR" "$BIN" "build the oracle from $SRC" \
+  "the oracle is not built for these sources: run \`make oracle\`" test -x "$BIN"
 
-export GOTOOLCHAIN="${NICGUARD_GOTOOLCHAIN:-auto}" GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
-export GOWORK=off GO111MODULE=on
-PAR="${NICGUARD_BUILD_PARALLELISM:-2}"
+go_build_env readonly
 tmp="$BIN_DIR/.oracle.tmp.$$"
 rm -f "$BIN_DIR"/.oracle.tmp.*               # leftovers of interrupted builds (we hold the lock)
 trap 'rm -f "$tmp"' EXIT
