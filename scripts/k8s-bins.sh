@@ -54,7 +54,7 @@ trap 'rm -f "$BIN_DIR"/.*.tmp.$$' EXIT
 trap 'exit 130' INT TERM HUP                 # make signals run the EXIT trap too
 
 new_wrapper() {  # $1 = subdir; prints nothing; cds into a fresh wrapper module
-  rm -rf "$WORK/$1"; mkdir -p "$WORK/$1"; cd "$WORK/$1"
+  rm -rf "${WORK:?}/$1"; mkdir -p "$WORK/$1"; cd "$WORK/$1"
   go mod init "nicguard.local/k8s-bins-$1" 2>/dev/null
 }
 

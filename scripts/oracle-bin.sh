@@ -16,7 +16,8 @@ emit_explicit NICGUARD_ORACLE
 
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/oracle" && pwd)"
 [[ -f "$SRC/go.mod" && -f "$SRC/go.sum" ]] || die "no go.mod/go.sum in $SRC"
-KEY="$(cd "$SRC" && cat go.mod go.sum $(ls -- *.go | LC_ALL=C sort) | sha256sum | cut -c1-16)"
+KEY="$(cd "$SRC" && { cat go.mod go.sum; printf '%s\0' *.go | LC_ALL=C sort -z | xargs -0 cat; } \
+  | sha256sum | cut -c1-16)"
 BIN_DIR="$(cache_root "${NICGUARD_ORACLE_CACHE:-}")/oracle-$KEY"
 BIN="$BIN_DIR/oracle"
 
