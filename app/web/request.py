@@ -59,7 +59,7 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     if operation in (Operation.CREATE, Operation.UPDATE) and obj is None:
         raise MalformedReviewError(f"request.object is required for {operation}")
     # Each map is narrowed once and its keys read directly: str_at(request, key) would re-check
-    # every key of ``request`` for each field (measured: 9.3 -> 5.6 us per request).
+    # every key of ``request`` for each field, on every request.
     request_kind = as_map(request.get("kind")) or _EMPTY
     group, kind = _text(request_kind.get("group")), _text(request_kind.get("kind"))
     namespace = _text(request.get("namespace"))
