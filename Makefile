@@ -85,13 +85,12 @@ $(STAMP313): pyproject.toml
 lock: $(STAMP)
 	$(BIN)/python -m scripts.lock
 
-# The Dockerfile replayed without Docker (scripts/image_replay.py): its stages built on Python 3.13
-# (PYTHON313, found as above) in a temporary directory, then run as uid 65532 under strace with the
-# tree read-only: nicguard --version, check and serve must work and write nothing outside the cert
-# dir. Needs root (CI runs as root), strace and setpriv. KEEP=1 keeps the directory.
+# The image replay alone, with its transcript (tests/test_image_replay.py, also in `make slow`): the
+# Dockerfile's instructions performed without Docker on Python 3.13 (PYTHON313, found as above),
+# then nicguard run as uid 65532 under strace. Needs root (CI runs as root), strace and setpriv.
 .PHONY: image-replay strace
 image-replay: $(STAMP) strace
-	$(BIN)/python -m scripts.image_replay --python "$(PYTHON313)" $(if $(KEEP),--keep)
+	PYTHON313="$(PYTHON313)" $(BIN)/pytest -m slow -s tests/test_image_replay.py
 
 strace:
 	@command -v strace >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || { \
