@@ -98,7 +98,8 @@ class Nicguard:
         self.url = f"https://127.0.0.1:{self.port}/validate"
         self.process: Process | None = None
 
-    def start(self) -> None:
+    def start(self, ready_timeout: float = READY_TIMEOUT) -> None:
+        """Run it; returns once /readyz answers (every cache listed), within ``ready_timeout``."""
         argv = [*NICGUARD, "serve", "--host=127.0.0.1", f"--cert-dir={self.cert_dir}"]
         argv += [f"--port={self.port}", f"--probe-port={self.probe_port}", *self.args]
         # Only what we pass: no NICGUARD_* settings from the caller's shell, and no in-cluster
@@ -113,7 +114,7 @@ class Nicguard:
         self.process = process
         try:
             wait_until(
-                self._ready, timeout=READY_TIMEOUT, what="nicguard /readyz", diagnose=self.report
+                self._ready, timeout=ready_timeout, what="nicguard /readyz", diagnose=self.report
             )
         except BaseException:
             self.stop()
