@@ -13,6 +13,8 @@ from typing import Final
 
 import pytest
 
+from tests.support.examples import register_profiles
+
 TESTS: Final = Path(__file__).resolve().parent
 # Where each tool is needed: a folder or a module under tests/, and its marker.
 _NEEDS: Final = (
@@ -22,6 +24,9 @@ _NEEDS: Final = (
     ("monitoring/test_rules.py", "needs_promtool"),
     ("test_image_replay.py", "needs_root"),
 )
+
+# Here, in the conftest pytest loads first: before the Hypothesis plugin reads --hypothesis-profile.
+register_profiles()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
