@@ -38,10 +38,12 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 
-# The fast tier: everything but the e2e tier and the timing windows of a live process (slow).
+# The fast tier: everything but the e2e tier and the timing windows of a live process (slow),
+# with every Hypothesis example: the ci profile (tests/support/examples.py; a bare `pytest` tries fewer).
 unit: $(STAMP) promtool helm oracle
 	NICGUARD_HELM="$$(scripts/helm-bin.sh)" NICGUARD_ORACLE="$$(scripts/oracle-bin.sh)" $(ON_PATH) \
-	  $(BIN)/pytest -m "not e2e and not slow" --cov --cov-report=term-missing:skip-covered
+	  $(BIN)/pytest -m "not e2e and not slow" --hypothesis-profile=ci \
+	  --cov --cov-report=term-missing:skip-covered
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=100
 	$(BIN)/coverage report --fail-under=90 --format=total  # in-process branch coverage of app/, %
 
@@ -63,7 +65,7 @@ slow: $(STAMP) strace
 # `pyenv prefix 3.13`, else python3.13 on PATH; pass PYTHON313=/path/to/python3.13 to choose.
 unit-py313: $(STAMP313) promtool helm oracle
 	NICGUARD_HELM="$$(scripts/helm-bin.sh)" NICGUARD_ORACLE="$$(scripts/oracle-bin.sh)" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" PYTHON313="$(PYTHON313)" \
-	  $(VENV313)/bin/pytest -m "not e2e and not slow"
+	  $(VENV313)/bin/pytest -m "not e2e and not slow" --hypothesis-profile=ci
 
 $(STAMP313): pyproject.toml
 	@py="$(PYTHON313)"; \

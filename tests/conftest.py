@@ -13,6 +13,8 @@ from typing import Final
 
 import pytest
 
+from tests.support.examples import register_profiles
+
 TESTS: Final = Path(__file__).resolve().parent
 # Where each tool is needed: a folder or a module under tests/, and its marker.
 _NEEDS: Final = (
@@ -22,6 +24,17 @@ _NEEDS: Final = (
     ("monitoring/test_rules.py", "needs_promtool"),
     ("test_image_replay.py", "needs_root"),
 )
+# The mark expressions of the tiers `-n auto` leaves in one process (`make e2e`, `make slow`).
+ONE_PROCESS_TIERS: Final = frozenset({"e2e", "slow"})
+
+# Here, in the conftest pytest loads first: before the Hypothesis plugin reads --hypothesis-profile.
+register_profiles()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject's addopts) spreads the fast tier over the cores (xdist's count);
+    the e2e and slow tiers run in one process: they start control planes and time windows."""
+    return 0 if str(config.option.markexpr).strip() in ONE_PROCESS_TIERS else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

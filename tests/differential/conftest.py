@@ -1,5 +1,4 @@
-"""The Go oracle, started once for the differential tests; Hypothesis profiles as for the
-property tests (``tests/properties/conftest.py``: ``ci`` derandomized by default)."""
+"""The Go oracle, started once for the differential tests."""
 
 from __future__ import annotations
 
@@ -7,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-import tests.properties.conftest  # noqa: F401 - registers and loads the Hypothesis profiles
 from tests.differential.oracle import Oracle, oracle_path
 
 

@@ -58,6 +58,7 @@ from app.domain.wiring import patched_ancestors, template_wiring, trainjob_wirin
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, snapshot
 from tests.differential.corpus import ANCESTOR, pruned, runtimes, trainjobs
 from tests.differential.oracle import Effective, Oracle, WiredJob
+from tests.support.examples import examples
 
 POLICY = Policy()
 Wiring = dict[str, tuple[object, object]]
@@ -276,13 +277,12 @@ def _check(
         seen["allowed, the patch unwires a job"] += 1
 
 
-@pytest.mark.parametrize(("trainer", "examples"), [("v2.3", 2000), ("v2.1", 800)])
-def test_nicguard_judges_the_wiring_trainer_builds(
-    oracle: Oracle, trainer: str, examples: int
-) -> None:
+@pytest.mark.parametrize(("trainer", "full"), [("v2.3", 2000), ("v2.1", 800)], ids=["v2.3", "v2.1"])
+def test_nicguard_judges_the_wiring_trainer_builds(oracle: Oracle, trainer: str, full: int) -> None:
     seen: Counter[str] = Counter()
+    count = examples(full)
 
-    @settings(max_examples=examples)
+    @settings(max_examples=count)
     @given(st.data())
     def agrees(data: st.DataObject) -> None:
         runtime = data.draw(runtimes(), label="runtime")
@@ -293,6 +293,6 @@ def test_nicguard_judges_the_wiring_trainer_builds(
 
     agrees()
     print(f"\neffective differential ({trainer}): {dict(seen)}")  # noqa: T201 - with -s
-    assert seen["allowed, same wiring"] >= examples // 10, seen
-    assert seen["nicguard denies"] >= examples // 10, seen
-    assert seen["directives only elsewhere, not refused"] >= examples // 50, seen
+    assert seen["allowed, same wiring"] >= count // 10, seen
+    assert seen["nicguard denies"] >= count // 10, seen
+    assert seen["directives only elsewhere, not refused"] >= count // 50, seen

@@ -52,6 +52,7 @@ from tests.builders import (
     snapshot,
     wired,
 )
+from tests.support.examples import examples
 
 CTR = Kind.CLUSTER_TRAINING_RUNTIME
 TR = Kind.TRAINING_RUNTIME
@@ -785,7 +786,7 @@ def essence(standing: Standing) -> tuple[Result, tuple[tuple[Code, str], ...]]:
     return standing.result, tuple((v.code, v.field) for v in standing.findings)
 
 
-@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@settings(max_examples=examples(150))
 @given(
     # A runtime is toggled at most once a pass, so every runtime a change names exists before
     # the pass or after it.

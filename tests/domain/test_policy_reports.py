@@ -31,6 +31,7 @@ from app.domain.policy_reports import (
 )
 from app.domain.verdict import Code, Violation
 from tests.builders import network, runtime, snapshot, wired
+from tests.support.examples import examples
 
 CRDS = Path(__file__).parents[1] / "e2e" / "crds"
 CTR = Kind.CLUSTER_TRAINING_RUNTIME
@@ -477,7 +478,7 @@ def test_the_note_is_the_finding_lines_cut_to_what_an_event_holds(
     assert len(event_note(standing).encode()) <= 1024
 
 
-@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@settings(max_examples=examples(200))
 @given(st.lists(st.text(max_size=400), min_size=1, max_size=6))
 def test_any_note_fits_in_1024_bytes_and_is_whole_or_a_marked_prefix(messages: list[str]) -> None:
     standing = _standing(*messages)

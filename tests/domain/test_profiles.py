@@ -26,6 +26,7 @@ from tests.builders import (
     waived_codes,
     wired,
 )
+from tests.support.examples import examples
 
 TR = Kind.TRAINING_RUNTIME
 CTR = Kind.CLUSTER_TRAINING_RUNTIME
@@ -291,7 +292,7 @@ def test_not_ready_warn_does_not_waive_a_device_mode_mismatch() -> None:
 MODES = st.sampled_from(["NetDevice", "RDMA", "DPDK-VFIO"])
 
 
-@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@settings(max_examples=examples(200))
 @given(
     order=st.permutations(range(5)),
     modes=st.fixed_dictionaries(dict.fromkeys(GB200_NETWORKS, MODES)),

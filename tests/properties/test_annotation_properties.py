@@ -24,8 +24,9 @@ from tests.properties.strategies import (
     json_values,
     mutated,
 )
+from tests.support.examples import examples
 
-CORE = settings(max_examples=200)
+CORE = settings(max_examples=examples(200))
 VALID = json.loads(annotation(PAIRS))
 
 
@@ -139,7 +140,7 @@ def test_near_valid_annotation_text_parses_as_the_model_says(value: object) -> N
     assert parsed(raw) == expected_from_text(raw)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(
     st.lists(interface_refs(), min_size=1, max_size=6).flatmap(
         lambda refs: st.tuples(st.just(refs), encoded_entries(refs))
@@ -150,7 +151,7 @@ def test_valid_lists_round_trip(case: tuple[list[InterfaceRef], str]) -> None:
     assert parse_interfaces(raw) == tuple(go_read(ref) for ref in refs)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.lists(interface_refs(), min_size=1, max_size=6), st.data())
 def test_a_non_finite_number_anywhere_is_malformed(
     refs: list[InterfaceRef], data: st.DataObject

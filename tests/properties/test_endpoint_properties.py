@@ -23,9 +23,10 @@ from app.domain.verdict import Code
 from app.files.state import load_objects
 from app.web.response import MESSAGE_MAX_BYTES, WARNING_MAX_CHARS
 from tests.properties.strategies import any_text, fuzzed_objects, json_values, mutated
+from tests.support.examples import examples
 from tests.web.conftest import EXAMPLES, RECIPE, make_client, sample_review
 
-HTTP = settings(max_examples=100, deadline=None)
+HTTP = settings(max_examples=examples(100), deadline=None)
 API_VERSION: Final = "admission.k8s.io/v1"
 INTERNAL_ERROR: Final = "internal error"
 SAMPLES: Final = ("good-runtime", "drifted-runtime", "trainjob-patch-drift")

@@ -34,9 +34,10 @@ from tests.properties.strategies import (
     subresources,
     trainer_kinds,
 )
+from tests.support.examples import examples
 
-CORE = settings(max_examples=200)
-LIGHT = settings(max_examples=100)
+CORE = settings(max_examples=examples(200))
+LIGHT = settings(max_examples=examples(100))
 """For properties whose inputs the 200-example ones already cover in part."""
 
 reviews = st.builds(

@@ -37,8 +37,9 @@ from tests.builders import (
     wired,
 )
 from tests.properties.strategies import assert_well_formed, json_values, secondary_pairs
+from tests.support.examples import examples
 
-CORE = settings(max_examples=200)
+CORE = settings(max_examples=examples(200))
 NOT_READY: Final = "gpu-nic-unready"
 CLUSTER: Final = snapshot(network(NOT_READY, ready=False))
 CLUSTER_NETWORKS: Final = frozenset({*GPU_NICS, NOT_READY})

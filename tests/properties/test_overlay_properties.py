@@ -28,9 +28,10 @@ from tests.properties.strategies import (
     json_values,
     policies,
 )
+from tests.support.examples import examples
 
-CORE = settings(max_examples=200)
-LIGHT = settings(max_examples=100)
+CORE = settings(max_examples=examples(200))
+LIGHT = settings(max_examples=examples(100))
 """For shapes the 200-example properties also reach."""
 WIRING_KEYS = (INTERFACES, DEFAULT_INTERFACE)
 OTHER_KEY = "example.com/other"

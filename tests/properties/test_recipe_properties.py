@@ -27,9 +27,10 @@ from tests.properties.strategies import (
     valid_recipe_pairs,
     yamlish_text,
 )
+from tests.support.examples import examples
 
-CORE = settings(max_examples=200)
-VALID = settings(max_examples=100)
+CORE = settings(max_examples=examples(200))
+VALID = settings(max_examples=examples(100))
 """For whole (near-)valid recipe documents: YAML round trips are the expensive part."""
 REF = "nicguard-system/nicguard-recipe@7"
 NETWORK_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")

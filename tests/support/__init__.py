@@ -1,1 +1,2 @@
-"""What many test modules share: the fake API server, the repository's paths."""
+"""What many test modules share: the fake API server, the repository's paths, the Hypothesis
+profiles."""
