@@ -137,7 +137,10 @@ def policy_objects(webhook_config: dict[str, Any]) -> tuple[list[dict[str, Any]]
                 "namespace": namespace,
                 "parameterNotFoundAction": "Deny",
             },
-            "matchResources": {"namespaceSelector": hook["namespaceSelector"]},
+            # The webhook's own scope, whichever selectors it has (none: every namespace).
+            "matchResources": {
+                key: hook[key] for key in ("namespaceSelector", "objectSelector") if key in hook
+            },
         },
     }
     return [params, policy], binding
