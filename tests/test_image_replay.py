@@ -15,11 +15,11 @@ from typing import Final
 import pytest
 
 from scripts.image_replay import ROUNDS, ReplayError, Report, instructions, replay
+from tests.support.paths import ROOT
 
 # A whole image built and run as processes: the slow tier (`make slow`), not `make unit`.
 pytestmark = pytest.mark.slow
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 DOCKERFILE: Final = ROOT / "Dockerfile"
 VERSION: Final = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
     "version"

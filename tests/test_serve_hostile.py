@@ -19,10 +19,10 @@ from typing import Final
 import pytest
 
 from tests.live_serve import LiveServe, live_serve
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # ~15 s: the deadline has to pass
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 REVIEW: Final = (ROOT / "examples" / "reviews" / "drifted-runtime.json").read_bytes()
 IDLE: Final = 1000
 SLOW: Final = 300

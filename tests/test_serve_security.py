@@ -27,8 +27,8 @@ import yaml
 
 from tests.harness.procs import http_status, tool
 from tests.live_serve import LiveServe, live_serve
+from tests.support.paths import ROOT
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 KUBECTL: Final = tool("kubectl")
 EXAMPLES: Final = ROOT / "examples"
 INTERFACES: Final = "networking.gke.io/interfaces"

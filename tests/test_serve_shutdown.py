@@ -21,11 +21,11 @@ import pytest
 
 from tests.harness.procs import Process, http_status, wait_until
 from tests.live_serve import live_serve
+from tests.support.paths import ROOT
 
 # Timing windows on a live process: not the fast unit tier (`make unit`); `make slow` runs them.
 pytestmark = pytest.mark.slow
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 REVIEW: Final = (ROOT / "examples" / "reviews" / "good-runtime.json").read_bytes()
 DELAY: Final = 3.0
 KEEP_ALIVE: Final = 5.0  # uvicorn's default idle timeout, longer than DELAY on purpose

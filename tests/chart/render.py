@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from tests.harness.procs import tool
+from tests.support.paths import ROOT
 
-ROOT: Final = Path(__file__).resolve().parents[2]
 CHART: Final = ROOT / "charts" / "nicguard"
 NAMESPACE: Final = "nicguard-system"
 # Set by Helm (or by the chart from Helm's data), never by manifests/: not part of the comparison.

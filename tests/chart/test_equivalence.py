@@ -10,7 +10,8 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.chart.render import CHART, ROOT, Key, comparable, helm, kustomize, template
+from tests.chart.render import CHART, Key, comparable, helm, kustomize, template
+from tests.support.paths import ROOT
 
 
 def differences(expected: dict[Key, dict[str, Any]], got: dict[Key, dict[str, Any]]) -> str:

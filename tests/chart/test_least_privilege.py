@@ -11,7 +11,8 @@ from typing import Any, Final
 import pytest
 
 from app.domain.assessment import EXEMPT_USERS
-from tests.chart.render import ROOT, kustomize, one, template
+from tests.chart.render import kustomize, one, template
+from tests.support.paths import ROOT
 
 # Every way the project installs nicguard: (what, the rendered objects, nicguard's namespace).
 KUSTOMIZATIONS: Final = (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chart.render import ROOT, kustomize, one, template, template_run
+from tests.chart.render import kustomize, one, template, template_run
+from tests.support.paths import ROOT
 
 ON = ("--set", "networkPolicy.enabled=true")
 RANGES = ("--set", "networkPolicy.controlPlaneCIDRs={172.16.0.0/28,fd00::/64}")

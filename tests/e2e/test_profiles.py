@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -32,10 +31,10 @@ from tests.harness.objects import Obj, param_set_status, unique
 from tests.harness.procs import wait_until
 from tests.harness.stack import Stack, ready_network, running
 from tests.harness.state import PARAM_SETS, Run, checked, create_namespace, eventually, set_status
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
 
-ROOT: Final = Path(__file__).resolve().parents[2]
 AICR_RDMA: Final = (
     ROOT / "tests/fixtures/upstream/aicr/torch-distributed-rdma-cluster-training-runtime.yaml"
 )
