@@ -63,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_config=None,
         http=http,
         loop=loop,
+        # Forwarding headers believed only on uvicorn's defaults; nicguard believes none.
+        proxy_headers=args.stack == "uvicorn-default",
     )
     with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
         runner.run(uvicorn.Server(config).serve())

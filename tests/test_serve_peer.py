@@ -28,13 +28,16 @@ def review(uid: str) -> bytes:
     return json.dumps(body).encode()
 
 
-def post(served: LiveServe, uid: str, context: ssl.SSLContext) -> str:
-    """POST one review; returns the client's own ``ip:port`` of that connection."""
+def post(
+    served: LiveServe, uid: str, context: ssl.SSLContext, headers: dict[str, str] | None = None
+) -> str:
+    """POST one review (with ``headers`` added); returns the client's own ``ip:port`` of that
+    connection."""
     connection = http.client.HTTPSConnection(
         "127.0.0.1", served.port, context=context, timeout=TIMEOUT
     )
     try:
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **(headers or {})}
         connection.request("POST", "/validate", body=review(uid), headers=headers)
         assert connection.sock is not None
         host, port = connection.sock.getsockname()[:2]
@@ -66,6 +69,21 @@ def test_without_a_client_certificate_the_line_has_the_peer_and_no_subject(
     assert line["source_address"] == source
     assert source.startswith("127.0.0.1:")
     assert "client_subject" not in line
+
+
+def test_forwarding_headers_cannot_forge_the_peer(tmp_path: Path) -> None:
+    """A loopback peer (a sidecar, ``kubectl port-forward``) is not a proxy nicguard trusts."""
+    forged = {
+        "X-Forwarded-For": "10.96.0.1",
+        "X-Forwarded-Proto": "https",
+        "X-Real-IP": "10.96.0.1",
+        "Forwarded": "for=10.96.0.1;proto=https",
+    }
+    with live_serve(tmp_path) as served:
+        source = post(served, "forged-1", served.context, forged)
+        line = decision(served, "forged-1")
+    assert line["source_address"] == source
+    assert source.startswith("127.0.0.1:")
 
 
 def test_with_a_client_certificate_the_line_has_its_subject(tmp_path: Path) -> None:

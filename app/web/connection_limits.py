@@ -372,4 +372,12 @@ def limited_config(
     certificates reloaded into it serve new handshakes), plain HTTP without."""
     listener = Listener(Capacity(limits.connections), tls, limits, on_closed)
     protocol = type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"listener": listener})
-    return uvicorn.Config(app, host=host, port=port, http=protocol, **{"loop": "uvloop", **kwargs})
+    # No proxy stands in front of nicguard, so no X-Forwarded-For is believed: uvicorn's default
+    # trusts it from 127.0.0.1, where a sidecar or `kubectl port-forward` would forge the peer.
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        **{"loop": "uvloop", "proxy_headers": False, **kwargs},
+    )
