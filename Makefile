@@ -130,7 +130,9 @@ demo: $(STAMP) k8s-bins
 # cached objects, the audit's CPU, then scale in file mode (RSS at 10,000 in six mixes and layouts,
 # the slope to 100,000, ready at 100,000). Installs wrk when missing; exits 1 when a target is missed.
 # `make bench-py313`: the same on Python 3.13, the image's interpreter (both servers, the states).
-.PHONY: bench bench-py313 wrk
+# `make bench-py313-pgo`: the same on CPython 3.13 built as the image's is, with PGO and LTO (built
+# once, ~20 min: scripts/python-pgo-bin.sh), in its own venv.
+.PHONY: bench bench-py313 bench-py313-pgo wrk
 bench: $(STAMP) wrk
 	status=0; $(BIN)/python -m bench.run || status=$$?; \
 	  $(BIN)/python -m bench.audit_pass || status=$$?; \
@@ -140,6 +142,9 @@ bench-py313: $(STAMP313) wrk
 	status=0; $(VENV313)/bin/python -m bench.run || status=$$?; \
 	  $(VENV313)/bin/python -m bench.audit_pass || status=$$?; \
 	  $(VENV313)/bin/python -m bench.scale || status=$$?; exit $$status
+
+bench-py313-pgo:
+	py="$$(scripts/python-pgo-bin.sh)" && $(MAKE) bench-py313 PYTHON313="$$py" VENV313=$(VENV313)-pgo
 
 wrk:
 	@command -v wrk >/dev/null 2>&1 || { \
@@ -167,4 +172,4 @@ bench-e2e: $(STAMP) k8s-bins wrk
 test: lint unit unit-py313 slow e2e
 
 clean:
-	rm -rf $(VENV) $(VENV313) certs .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(VENV313) $(VENV313)-pgo certs .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -1,7 +1,7 @@
-# cache-lib.sh - sourced (`. cache-lib.sh NAME`) by helm-bin.sh, oracle-bin.sh and k8s-bins.sh:
-# how each finds or builds its Go tool once under ~/.cache/nicguard. Stdout is kept for the one
-# line the script prints (the path), a build runs under a flock so concurrent runs wait for it
-# instead of building twice, and log lines go to stderr prefixed with NAME.
+# cache-lib.sh - sourced (`. cache-lib.sh NAME`) by helm-bin.sh, oracle-bin.sh, k8s-bins.sh and
+# python-pgo-bin.sh: how each finds or builds its tool once under ~/.cache/nicguard. Stdout is kept
+# for the one line the script prints (the path), a build runs under a flock so concurrent runs wait
+# for it instead of building twice, and log lines go to stderr prefixed with NAME.
 # shellcheck shell=bash
 
 exec 3>&1 1>&2            # stdout is reserved for the final path line; everything else -> stderr
@@ -25,14 +25,15 @@ emit_explicit() {
 # reuse_or_lock DIR PRINTED GO_NEEDED NOT_BUILT CHECK...: print PRINTED and exit when the command
 # CHECK succeeds (the tool is cached); else take DIR/.lock (fd 9, held until the script exits),
 # waiting out another run's build, and check again: the caller builds only when this returns.
-# Fails when go is missing (GO_NEEDED: what it is needed once for) and, unless NOT_BUILT is empty,
-# with that message under NICGUARD_NO_BUILD=1 (what the tests set: they never build).
+# Fails when go is missing (GO_NEEDED: what it is needed once for; empty: no Go build) and, unless
+# NOT_BUILT is empty, with that message under NICGUARD_NO_BUILD=1 (what the tests set: they never
+# build).
 reuse_or_lock() {
   local dir="$1" printed="$2" go_needed="$3" not_built="$4"
   shift 4
   if "$@"; then emit "$printed"; fi
   [[ -z "$not_built" || "${NICGUARD_NO_BUILD:-}" != 1 ]] || die "$not_built"
-  command -v go >/dev/null || die "go not found (needed once to $go_needed)"
+  [[ -z "$go_needed" ]] || command -v go >/dev/null || die "go not found (needed once to $go_needed)"
   mkdir -p "$dir"
   exec 9>"$dir/.lock"
   if ! flock -n 9; then log "another build holds $dir/.lock; waiting..."; flock 9; fi
