@@ -6,11 +6,11 @@
    FastAPI echo (``bench.echo_app``) on uvicorn's defaults, h11 and asyncio (``uvicorn app:app``
    without the ``standard`` extras); and the same echo on nicguard's stack, httptools on uvloop.
    Checks each answers the review as expected, and warms each up.
-3. For each review (the drifted runtime: a denial; the good runtime: an allow), runs ``wrk
-   --latency -s bench/post.lua`` against the servers in turn, the order rotating each round:
-   one connection, one request at a time (as the apiserver calls a webhook) against the Go echo
-   and nicguard; then ``--connections`` keep-alive connections against both FastAPI echoes and
-   nicguard. Reports the medians of Requests/sec, the 50 %/99 % latencies and the server's CPU
+3. Each round, for each review (the drifted runtime: a denial; the good runtime: an allow),
+   runs ``wrk --latency -s bench/post.lua`` against the servers in turn, their order rotating
+   from round to round: one connection, one request at a time (as the apiserver calls a webhook)
+   against the Go echo and nicguard; then ``--connections`` keep-alive connections against both
+   FastAPI echoes and nicguard. Reports the medians of Requests/sec, the 50 %/99 % latencies and the server's CPU
    per request, and the ratios the targets (SPEC §10) are set on.
 4. Starts nicguard alone on a generated file-mode state of 10,000 objects (1,000 Networks, their
    1,000 GKENetworkParamSets, 8,000 runtimes) and reads VmRSS once ready and after a load round.
@@ -417,10 +417,12 @@ def throughput(
                 check_answer(server, review, body, ca)
                 run_wrk(server, review_file, warm)
         _say(out, f"warmed up; {args.rounds} rounds of {args.duration}s per review and server")
-        for comparison in comparisons:
-            review_file = ROOT / "examples" / "reviews" / f"{comparison.review}.json"
-            names = comparison.servers
-            for number in range(args.rounds):
+        # Each round takes every comparison in turn, so that a machine slower for a minute
+        # weighs on every review and load alike, not on whichever was measured then.
+        for number in range(args.rounds):
+            for comparison in comparisons:
+                review_file = ROOT / "examples" / "reviews" / f"{comparison.review}.json"
+                names = comparison.servers
                 shift = number % len(names)  # each server first in turn
                 for name in names[shift:] + names[:shift]:
                     result = run_wrk(servers[name], review_file, comparison.load)
