@@ -10,8 +10,8 @@
    runs ``wrk --latency -s bench/post.lua`` against the servers in turn, their order rotating
    from round to round: one connection, one request at a time (as the apiserver calls a webhook)
    against the Go echo and nicguard; then ``--connections`` keep-alive connections against both
-   FastAPI echoes and nicguard. Reports the medians of Requests/sec, the 50 %/99 % latencies and the server's CPU
-   per request, and the ratios the targets (SPEC §10) are set on.
+   FastAPI echoes and nicguard. Reports the medians of Requests/sec, the 50 %/99 % latencies and
+   the server's CPU per request, and the ratios the targets (SPEC §10) are set on.
 4. Starts nicguard alone on a generated file-mode state of 10,000 objects (1,000 Networks, their
    1,000 GKENetworkParamSets, 8,000 runtimes) and reads VmRSS once ready and after a load round.
 
