@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Final
 
 from tests.harness.procs import NICGUARD, Process, free_ports, http_status, wait_until
+from tests.support.paths import ROOT
 
-STATE: Final = Path(__file__).resolve().parents[1] / "examples" / "cluster"
+STATE: Final = ROOT / "examples" / "cluster"
 READY_TIMEOUT: Final = 30.0
 
 

@@ -19,8 +19,7 @@ import pytest
 
 from app.cli import main
 from tests.harness.procs import free_ports, wait_until
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ from app.certificates.certdir import CertFiles, issue_self_signed
 from tests.client_certs import issue_client_cert
 from tests.harness.procs import wait_until
 from tests.live_serve import LiveServe, live_serve
+from tests.support.paths import ROOT
 
-EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples" / "reviews"
+EXAMPLES: Final = ROOT / "examples" / "reviews"
 TIMEOUT: Final = 10.0
 
 

@@ -10,16 +10,17 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Final
 
 import pytest
+
+from tests.support.paths import ROOT
 
 MAKE_ORACLE: Final = (
     "the differential tests need the Go oracle: `make oracle` builds it into ~/.cache/nicguard "
     "(the Makefile passes it as NICGUARD_ORACLE)"
 )
-ORACLE_BIN: Final = Path(__file__).resolve().parents[2] / "scripts" / "oracle-bin.sh"
+ORACLE_BIN: Final = ROOT / "scripts" / "oracle-bin.sh"
 
 Entry = tuple[str, str | None, str | None]
 """``(interfaceName, network, interface)`` as GKE's InterfaceRef holds it (None: nil)."""

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import yaml
 from fastapi.testclient import TestClient
 
-from tests.support.paths import UPSTREAM
+from tests.support.paths import ROOT, UPSTREAM
 
 FIXTURES = UPSTREAM / "trainer-v2.3.0/snapshots"
 CONFIGMAP = {"group": "", "version": "v1", "kind": "ConfigMap"}
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def _snapshot(variant: str = "v2.3.0") -> dict[str, Any]:
