@@ -16,8 +16,9 @@ from typing import Any, Final
 import pytest
 import yaml
 
+from tests.support.paths import ROOT
 from tests.test_cli import nicguard
-from tests.test_serve import ROOT, _serve_while, restored_process_state  # noqa: F401
+from tests.test_serve import _serve_while, restored_process_state  # noqa: F401
 
 EXAMPLES: Final = ROOT / "examples"
 INTERFACES: Final = "networking.gke.io/interfaces"
