@@ -6,7 +6,7 @@ needs. Data, not branches: a third profile is one more entry in ``PROFILES``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Final, TypeGuard
 
@@ -15,9 +15,6 @@ from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL, Policy
 from app.domain.verdict import shown
-
-_UNKNOWN: Final = "\0"  # not a deviceMode: "not memoised yet"
-_MEMO_MAX: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +33,6 @@ class Profile:
     device_modes: tuple[tuple[str, str], ...]
     setting: str = ""
     """The setting ``runtimes`` reads."""
-    _required: dict[str, str | None] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-    """Memo of ``required_mode``: a cluster has few Network names, asked on every request."""
 
     @property
     def from_recipe(self) -> bool:
@@ -47,15 +40,9 @@ class Profile:
 
     def required_mode(self, network: str) -> str | None:
         """The ``deviceMode`` the profile needs behind ``network``, or None for no need."""
-        found = self._required.get(network, _UNKNOWN)
-        if found is _UNKNOWN:
-            found = next(
-                (mode for pattern, mode in self.device_modes if fnmatchcase(network, pattern)),
-                None,
-            )
-            if len(self._required) < _MEMO_MAX:
-                self._required[network] = found
-        return found
+        return next(
+            (mode for pattern, mode in self.device_modes if fnmatchcase(network, pattern)), None
+        )
 
     def describe(self) -> str:
         return f"profile {self.name}"

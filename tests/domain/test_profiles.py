@@ -312,13 +312,5 @@ def test_a_bound_runtime_is_allowed_iff_mapped_as_the_profile_and_every_param_se
     assert judged(obj, view).allowed is (networks == list(GB200_NETWORKS) and fits)
 
 
-def test_the_required_mode_memo_is_bounded_and_answers_alike_beyond_it() -> None:
-    profile = Profile("p", lambda policy: frozenset(), None, (("rdma-*", "RDMA"),))
-    names = [f"rdma-{i}" for i in range(5000)] + ["gpu-nic-0"]
-    assert [profile.required_mode(n) for n in names] == ["RDMA"] * 5000 + [None]
-    assert len(profile._required) == 4096
-    assert profile.required_mode("gpu-nic-0") is None  # past the memo: computed again
-
-
 def test_a_runtime_whose_metadata_is_not_an_object_is_unbound() -> None:
     assert binding_of(CTR, {"metadata": "x"}, Policy()).profile is None
