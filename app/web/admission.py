@@ -36,8 +36,6 @@ from app.web.response import review_response
 from app.web.router import router
 
 PATH: Final = "/validate"
-# json.dumps(..., separators=(",", ":")) builds this on every call; build it once.
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
 RUNTIME_FETCH_SECONDS: Final = 1.0
 
@@ -192,7 +190,7 @@ def encode_json(value: object) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
-        return _ENCODER.encode(value).encode()
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _evaluate(
