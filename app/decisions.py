@@ -7,6 +7,7 @@ from typing import Final
 
 from app.domain.bounds import codes_once, escaped
 from app.domain.verdict import Verdict
+from app.logs import log_event
 
 EVENT_DECISION: Final = "admission_decision"
 EVENT_REJECTED: Final = "admission_rejected"
@@ -62,37 +63,29 @@ def record_decision(
     was presented) tell the apiserver's reviews from those of anyone else who reached /validate."""
     if not logger.isEnabledFor(logging.INFO):
         return
-    # What logger.info(..., extra=...) does, minus vetting each key of ``extra`` in Python
-    # (ours are fixed and clash with no LogRecord attribute): this runs on every request. The
-    # caller is given, not found by walking the stack: the line never shows it.
-    record = logger.makeRecord(
-        logger.name, logging.INFO, __file__, 0, "admission decision", (), None, "record_decision"
-    )
-    record.__dict__.update(
-        {
-            "event_type": EVENT_DECISION,
-            "admission_uid": _field(uid),
-            "operation": operation,
-            "dry_run": dry_run,
-            "resource_group": _field(group),
-            "resource_kind": _field(kind),
-            "resource_namespace": _field(namespace),
-            "resource_name": _field(name),
-            "request_username": _field(username),
-            "allowed": verdict.allowed,
-            "decision": verdict.decision.value,
-            # What denied, or would have under enforcement=warn (decision "warned"); each once.
-            "violation_codes": codes_once(verdict.denying),
-            "grandfathered_codes": codes_once(verdict.grandfathered),
-            "warnings": _warnings(verdict.warnings),
-            "recipe": _field(verdict.recipe),
-            "duration_ms": round(duration_ms, 3),
-            "source_address": _field(source_address),
-        }
-    )
+    fields: dict[str, object] = {
+        "event_type": EVENT_DECISION,
+        "admission_uid": _field(uid),
+        "operation": operation,
+        "dry_run": dry_run,
+        "resource_group": _field(group),
+        "resource_kind": _field(kind),
+        "resource_namespace": _field(namespace),
+        "resource_name": _field(name),
+        "request_username": _field(username),
+        "allowed": verdict.allowed,
+        "decision": verdict.decision.value,
+        # What denied, or would have under enforcement=warn (decision "warned"); each once.
+        "violation_codes": codes_once(verdict.denying),
+        "grandfathered_codes": codes_once(verdict.grandfathered),
+        "warnings": _warnings(verdict.warnings),
+        "recipe": _field(verdict.recipe),
+        "duration_ms": round(duration_ms, 3),
+        "source_address": _field(source_address),
+    }
     if client_subject is not None:
-        record.client_subject = _field(client_subject)
-    logger.handle(record)
+        fields["client_subject"] = _field(client_subject)
+    log_event(logger, logging.INFO, "admission decision", fields)
 
 
 def record_rejected(*, status: int, reason: str) -> None:

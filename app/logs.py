@@ -12,7 +12,7 @@ import logging
 import sys
 import time
 from collections.abc import Coroutine
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 import orjson
 
@@ -53,9 +53,9 @@ def severity(levelno: int) -> str:
 class JsonFormatter(logging.Formatter):
     """One JSON object per line; exceptions are folded into ``exc`` on the same line.
 
-    Every admission decision is a line, so this is on the request path: the encoder is built
-    once and the ``YYYY-mm-ddTHH:MM:SS`` part of the timestamp once per second. ``time`` is
-    RFC 3339 in UTC with milliseconds (``2026-12-01T20:14:06.123Z``).
+    Every admission decision is a line, so this is on the request path: the
+    ``YYYY-mm-ddTHH:MM:SS`` part of the timestamp is built once per second. ``time`` is RFC 3339
+    in UTC with milliseconds (``2026-12-01T20:14:06.123Z``).
     """
 
     def __init__(self) -> None:
@@ -64,20 +64,101 @@ class JsonFormatter(logging.Formatter):
         self._second_text = ""
 
     def format(self, record: logging.LogRecord) -> str:
-        second = int(record.created)
-        if second != self._second:
-            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            self._second = second
-        line: dict[str, object] = {
-            "time": f"{self._second_text}.{int(record.msecs):03d}Z",
-            "severity": _SEVERITIES.get(record.levelno) or severity(record.levelno),
-            "message": record.getMessage(),
-            "logger": record.name,
-        }
+        line = self.envelope(
+            int(record.created), int(record.msecs), record.levelno, record.getMessage(), record.name
+        )
         line.update({k: v for k, v in vars(record).items() if k not in _RESERVED})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return encode_line(line)
+
+    def envelope(
+        self, second: int, msecs: int, levelno: int, message: str, name: str
+    ) -> dict[str, object]:
+        """The four keys every line starts with; ``second`` since the epoch, ``msecs`` past it."""
+        if second != self._second:
+            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second
+        return {
+            "time": f"{self._second_text}.{msecs:03d}Z",
+            "severity": _SEVERITIES.get(levelno) or severity(levelno),
+            "message": message,
+            "logger": name,
+        }
+
+
+class JsonStreamHandler(logging.StreamHandler[TextIO]):
+    """The one handler ``configure_logging`` puts on the root: JSON lines on a stream."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.json = JsonFormatter()
+        self.setFormatter(self.json)
+
+    def write_event(
+        self, logger: logging.Logger, level: int, message: str, fields: dict[str, object]
+    ) -> None:
+        """The line ``emit`` writes for such a record, written without one."""
+        now = time.time_ns()
+        line = self.json.envelope(
+            now // 1_000_000_000, now // 1_000_000 % 1000, level, message, logger.name
+        )
+        line.update(fields)
+        text = encode_line(line) + self.terminator
+        self.acquire()
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except Exception:  # as emit(): reported on stderr, never raised to the caller
+            self.handleError(_record(logger, level, message, fields))
+        finally:
+            self.release()
+
+
+def log_event(logger: logging.Logger, level: int, message: str, fields: dict[str, object]) -> None:
+    """``logger.log(level, message, extra=fields)``, for ``fields`` that name no LogRecord
+    attribute: the same line. The decision log calls it on every request, so when the line
+    would reach ``configure_logging``'s handler and nothing else, that handler writes it
+    without a LogRecord and the logging module's dispatch."""
+    if not logger.isEnabledFor(level):
+        return
+    handler = _sole_handler(logger, level)
+    if handler is None:
+        logger.handle(_record(logger, level, message, fields))
+    else:
+        handler.write_event(logger, level, message, fields)
+
+
+def _sole_handler(logger: logging.Logger, level: int) -> JsonStreamHandler | None:
+    """The root's JsonStreamHandler when it is the only handler a record of ``logger`` at
+    ``level`` reaches, nothing filters the record and the handler still formats as its own."""
+    if logger.filters:
+        return None
+    node = logger
+    while node.parent is not None:
+        if node.handlers or not node.propagate:
+            return None
+        node = node.parent
+    if len(node.handlers) != 1:
+        return None
+    handler = node.handlers[0]
+    if (
+        not isinstance(handler, JsonStreamHandler)
+        or handler.filters
+        or level < handler.level
+        or handler.formatter is not handler.json
+    ):
+        return None
+    return handler
+
+
+def _record(
+    logger: logging.Logger, level: int, message: str, fields: dict[str, object]
+) -> logging.LogRecord:
+    # The caller is given, not found by walking the stack: a line never shows it.
+    record = logger.makeRecord(logger.name, level, __file__, 0, message, (), None, "log_event")
+    record.__dict__.update(fields)
+    return record
 
 
 def encode_line(line: dict[str, object]) -> str:
@@ -125,8 +206,7 @@ class _OneLifecyclePerProcess(logging.Filter):
 
 def configure_logging(level: str) -> None:
     """Route every logger (ours, uvicorn's, the kubernetes client's) through one JSON handler."""
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(JsonFormatter())
+    handler = JsonStreamHandler(sys.stdout)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
