@@ -23,21 +23,13 @@ from app.decisions import (
 from app.domain.verdict import Code, Verdict, Violation
 from app.logs import JsonFormatter
 from tests.support.paths import ROOT
+from tests.support.records import Keep
 
 LOST: Final = Violation(code=Code.NETWORK_NOT_FOUND, field="f", message="m")
 OLD: Final = Violation(code=Code.INTERFACES_ANNOTATION_MALFORMED, field="g", message="n")
 ALLOWED: Final = Verdict()
 # What a formatter adds (pytest's own handler formats the record too) is no event field.
 STANDARD: Final = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-
-class Keep(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typing import Final
 import pytest
 
 from app.logs import JsonFormatter, JsonStreamHandler, log_event, severity
+from tests.support.records import Keep
 
 
 @pytest.mark.parametrize(
@@ -62,15 +63,6 @@ def test_the_envelope_then_the_event_fields() -> None:
 
 EVENTS: Final = logging.getLogger("nicguard.test.events")
 FIELDS: Final[dict[str, object]] = {"event_type": "e", "codes": ["A", "B"], "n": 1, "text": "é"}
-
-
-class Keep(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 class Dropping(logging.Filter):
