@@ -10,13 +10,14 @@ import io
 import json
 import logging
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
-from app.logs import JsonFormatter, JsonStreamHandler, log_event, severity
+from app.logs import JsonFormatter, JsonStreamHandler, configure_logging, log_event, severity
 from tests.support.records import Keep
 
 
@@ -214,3 +215,36 @@ def test_a_failed_write_is_reported_not_raised(capsys: pytest.CaptureFixture[str
     with on_root(JsonStreamHandler(Broken())):
         log_event(EVENTS, logging.INFO, "m", {"event_type": "e"})
     assert "OSError: disk full" in capsys.readouterr().err
+
+
+def test_as_serve_configures_logging_a_decision_line_makes_no_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", stream)
+    for flag in ("logThreads", "logProcesses", "logMultiprocessing"):
+        monkeypatch.setattr(logging, flag, getattr(logging, flag))
+    uvicorn = [logging.getLogger(n) for n in ("uvicorn", "uvicorn.error", "uvicorn.access")]
+    saved = [(lg, lg.handlers[:], lg.filters[:], lg.propagate) for lg in uvicorn]
+    made: list[str] = []
+    factory = logging.getLogRecordFactory()
+
+    def counting(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        made.append(args[0])
+        return factory(*args, **kwargs)
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    logging.setLogRecordFactory(counting)
+    try:
+        configure_logging("info")
+        log_event(logging.getLogger("nicguard.decisions"), logging.INFO, "m", {"event_type": "e"})
+        logging.getLogger("nicguard.decisions").info("m", extra={"event_type": "e"})
+    finally:
+        logging.setLogRecordFactory(factory)
+        root.handlers[:], root.level = handlers, level
+        for lg, lg_handlers, filters, propagate in saved:
+            lg.handlers[:], lg.filters[:], lg.propagate = lg_handlers, filters, propagate
+    assert made == ["nicguard.decisions"]  # the second line only
+    direct, logged = without_time(stream.getvalue())
+    assert direct == logged
