@@ -46,6 +46,8 @@ class Auditor:
         """Whether every runtime has been judged once (until then the book is partial)."""
         self._snapshot, self._settle, self._max_wait, self._wall = snapshot, settle, max_wait, wall
         self._pending = Change()
+        self._deferred = Change()
+        """What passes against a partial view were told (the auditor's thread only)."""
         self._busy = False
         self._wake = threading.Condition()
         self._listeners: list[Listener] = []
@@ -95,9 +97,13 @@ class Auditor:
         view = self._snapshot()
         runtimes = complete(view)
         if isinstance(runtimes, Unverifiable):
-            # Nothing is judged against a partial view; the cache's return re-judges all.
+            # Nothing is judged against a partial view, and nothing it was told is dropped:
+            # the change waits for the next pass (the missing cache's return is one, and the
+            # recipe's return alone names only the runtimes bound to it).
+            self._deferred |= change
             logger.debug("audit waits for the caches", extra={"reason": runtimes.reason})
             return runtimes
+        change, self._deferred = change | self._deferred, Change()
         keys = self.book.to_judge(change, runtimes)
         changed = 0
         for start in range(0, len(keys), PART):

@@ -119,6 +119,47 @@ def test_a_partial_view_judges_nothing_and_keeps_the_standings() -> None:
     assert len(auditor.book.standings) == 2
 
 
+@pytest.mark.parametrize(
+    ("told_while_partial", "told_on_return", "changed"),
+    [
+        pytest.param(EVERYTHING, Change(recipe=True), 2, id="the recipe's cache synced last"),
+        pytest.param(
+            Change(networks=frozenset({"gpu-nic-2"})),
+            Change(recipe=True),
+            1,
+            id="a Network changed while the recipe's cache was lost",
+        ),
+        pytest.param(
+            EVERYTHING,
+            Change(networks=frozenset({"gpu-nic-7"})),
+            2,
+            id="a Network event came last",
+        ),
+    ],
+)
+def test_what_a_partial_view_was_told_is_judged_once_the_view_is_whole(
+    told_while_partial: Change, told_on_return: Change, changed: int
+) -> None:
+    whole = cluster(not_ready=("gpu-nic-2",))
+    partial = ClusterSnapshot(whole.network_state, Unverifiable("recipe cache not synced"), {})
+    views = [partial]
+    auditor = Auditor(lambda: views[0], Policy())
+    if told_while_partial is not EVERYTHING:  # the standings before the outage
+        views[0] = cluster()
+        auditor.notify(EVERYTHING)
+        assert auditor.run_pass() == 2
+        views[0] = partial
+    auditor.notify(told_while_partial)
+    assert auditor.run_pass() == Unverifiable("recipe cache not synced")
+    views[0] = whole
+    auditor.notify(told_on_return)
+    assert auditor.run_pass() == changed
+    standings = auditor.book.standings
+    assert standings[(Kind.TRAINING_RUNTIME, "team", "b")].result is Result.FAIL
+    assert standings[(Kind.TRAINING_RUNTIME, "team", "a")].result is Result.PASS
+    assert auditor.run_pass() == 0  # told once: nothing is carried further
+
+
 def test_a_failing_pass_does_not_end_the_audit(
     world: tuple[Cluster, Auditor, list[list[Transition]]],
 ) -> None:
