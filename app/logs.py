@@ -98,16 +98,16 @@ class JsonStreamHandler(logging.StreamHandler[TextIO]):
     def write_event(
         self, logger: logging.Logger, level: int, message: str, fields: dict[str, object]
     ) -> None:
-        """The line ``emit`` writes for such a record, written without one."""
-        now = time.time_ns()
-        line = self.json.envelope(
-            now // 1_000_000_000, now // 1_000_000 % 1000, level, message, logger.name
-        )
-        line.update(fields)
-        text = encode_line(line) + self.terminator
+        """The line ``emit`` writes for such a record, written without one; under the handler's
+        lock, as ``emit`` formats, since the formatter keeps the current second's text."""
         self.acquire()
         try:
-            self.stream.write(text)
+            now = time.time_ns()
+            line = self.json.envelope(
+                now // 1_000_000_000, now // 1_000_000 % 1000, level, message, logger.name
+            )
+            line.update(fields)
+            self.stream.write(encode_line(line) + self.terminator)
             self.stream.flush()
         except Exception:  # as emit(): reported on stderr, never raised to the caller
             self.handleError(_record(logger, level, message, fields))
