@@ -21,7 +21,7 @@ from typing import Final
 import uvloop
 
 from bench.echo_app import create_echo_app
-from bench.inprocess import REVIEWS, ROOT, audit_to_file, build_app, call
+from bench.inprocess import REVIEWS, ROOT, audit_to_file, build_app, loop
 
 WARM_UP: Final = 300
 # Two libc calls nothing on the path makes: callgrind zeroes its counts on entering the first
@@ -64,18 +64,14 @@ def _child(review: str, requests: int, *, echo: bool) -> None:
     app = create_echo_app() if echo else build_app()
     body = (ROOT / "examples" / "reviews" / f"{review}.json").read_bytes()
 
-    async def run(times: int) -> None:
-        for _ in range(times):
-            await call(app, body)
-
-    async def timed() -> None:
+    async def counted() -> None:
         os.getppid()
-        await run(requests)
+        await loop(app, body, requests)
         os.getpgrp()
 
     with audit_to_file():
-        uvloop.run(run(WARM_UP))
-        uvloop.run(timed())
+        uvloop.run(loop(app, body, WARM_UP))
+        uvloop.run(counted())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
