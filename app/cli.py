@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
-from app.commands.check import check_files, render_json, render_text
+from app.commands.check import DEFAULT_NAMESPACE, check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
     Settings,
@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--state", required=True, type=Path, help="file or directory of state")
     check.add_argument("--output", choices=("text", "json"), default="text")
+    check.add_argument(
+        "--namespace",
+        type=_namespace,
+        default=DEFAULT_NAMESPACE,
+        help="the namespace of namespaced objects without metadata.namespace (default: default, "
+        "as kubectl without a context)",
+    )
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add_options(check, POLICY_OPTIONS)
     audit = commands.add_parser(
@@ -137,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = _ignore if settings.log_level not in ("debug", "info") else _note
         if args.command == "audit":
             return _audit(args, settings, note)
-        results = check_files(args.state, args.files, settings, note=note)
+        results = check_files(args.state, args.files, settings, namespace=args.namespace, note=note)
     except (SettingsError, StateFileError, ClientConfigError) as error:
         return _input_error(error)
     print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201
