@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
 from app.commands.check import DEFAULT_NAMESPACE, check_files, render_json, render_text
@@ -131,7 +132,21 @@ def _ignore(message: str) -> None:
 
 
 def _note(message: str) -> None:
-    print(f"nicguard: {message}", file=sys.stderr)  # noqa: T201
+    _print(f"nicguard: {message}", sys.stderr)
+
+
+def _print(text: str, stream: TextIO | None = None) -> None:
+    """One line of output. A reader that has gone (``nicguard check ... | head -1``) ends the
+    output quietly: the rest is dropped, the exit status stays the verdict's (docs/commands.md)."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream)
+        stream.flush()
+    except BrokenPipeError:
+        # Python flushes the stream again at exit: what is still buffered goes nowhere instead.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = check_files(args.state, args.files, settings, namespace=args.namespace, note=note)
     except (SettingsError, StateFileError, ClientConfigError) as error:
         return _input_error(error)
-    print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201
+    _print(render_json(results) if args.output == "json" else render_text(results))
     return EXIT_ALLOWED if all(r.verdict.allowed for r in results) else EXIT_DENIED
 
 
@@ -177,7 +192,7 @@ def _audit(args: argparse.Namespace, settings: Settings, note: Callable[[str], N
             results, api = audit_cluster(settings, namespace, os.environ, discover=discover)
         except ClusterReadError as error:
             return _input_error(error)
-    print(render(args.output, results, api, namespace, int(time.time())))  # noqa: T201
+    _print(render(args.output, results, api, namespace, int(time.time())))
     return EXIT_DENIED if failed(results) else EXIT_ALLOWED
 
 
