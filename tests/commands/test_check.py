@@ -295,3 +295,24 @@ def test_the_namespace_option_names_one() -> None:
     run = nicguard("check", "--state", STATE, "--namespace", " ", "examples/objects")
     assert run.returncode == 2
     assert "expected a namespace" in run.stderr
+
+
+def test_a_snapshot_whose_owner_is_spelled_otherwise_is_judged_unless_it_holds_no_runtime(
+    tmp_path: Path,
+) -> None:
+    text = (SNAPSHOT_FIXTURE / "tj-runtime-snapshot-v2.3.0.yaml").read_text()
+    (copy,) = [d for d in yaml.safe_load_all(text) if d]
+    (owner,) = copy["metadata"]["ownerReferences"]
+    owner["kind"] = "trainjob"
+    copy["data"]["runtime"] = copy["data"]["runtime"].replace('"gpu-nic-7"', '"gpu-nic-X"')
+    dashboard = json.loads(json.dumps(copy))
+    dashboard["metadata"]["name"] = "grafana-runtime-snapshot"
+    dashboard["data"] = {"dashboard.json": "{}"}
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(yaml.safe_dump_all([copy, dashboard]))
+    run = nicguard("check", "--state", STATE, "--log-level", "info", str(objects))
+    assert run.returncode == 1, run.stderr
+    assert run.stdout.startswith("DENIED  ConfigMap team-a/tj-runtime-snapshot")
+    assert "(runtime snapshot of TrainJob team-a/tj: ClusterTrainingRuntime" in run.stdout
+    assert run.stdout.rstrip().endswith("1 checked, 0 allowed, 1 denied")
+    assert "v1 ConfigMap grafana-runtime-snapshot is not a" in run.stderr
