@@ -17,6 +17,9 @@ from app.domain.fields import JsonMap
 
 LIMIT: Final = 4
 NOT_FOUND_SECONDS: Final = 2.0
+# The names are the sender's (any length the body allows): the oldest NotFound is forgotten
+# first beyond this many, which costs a GET again, never memory.
+NOT_FOUND_KEPT: Final = 1024
 Fetched = JsonMap | Unverifiable | None
 
 
@@ -29,7 +32,8 @@ class RuntimeReads:
       ``Unverifiable`` at once (a queue would hold requests, and the amplifier, as long);
     - a GET keeps its place until its thread returns, even when every request waiting for it
       has given up at its deadline: a bound that forgot hanging GETs would bound nothing;
-    - a NotFound is remembered ``not_found_seconds`` by ``clock`` (monotonic); a failure never.
+    - a NotFound is remembered ``not_found_seconds`` by ``clock`` (monotonic), the latest
+      ``not_found_kept`` of them; a failure never.
 
     ``read`` runs on the event loop only.
     """
@@ -41,9 +45,11 @@ class RuntimeReads:
         clock: Callable[[], float] = time.monotonic,
         limit: int = LIMIT,
         not_found_seconds: float = NOT_FOUND_SECONDS,
+        not_found_kept: int = NOT_FOUND_KEPT,
     ) -> None:
         self._fetch, self._clock = fetch, clock
         self._limit, self._not_found_seconds = limit, not_found_seconds
+        self._not_found_kept = not_found_kept
         self._flights: dict[RuntimeKey, asyncio.Future[Fetched]] = {}
         # When each NotFound is forgotten, oldest first (one lifetime for all keeps the order).
         self._absent: OrderedDict[RuntimeKey, float] = OrderedDict()
@@ -79,6 +85,8 @@ class RuntimeReads:
         if not flight.cancelled() and flight.exception() is None and flight.result() is None:
             self._absent.pop(key, None)
             self._absent[key] = self._clock() + self._not_found_seconds
+            if len(self._absent) > self._not_found_kept:
+                self._absent.popitem(last=False)
 
     def _remembered_absent(self, key: RuntimeKey) -> bool:
         now = self._clock()

@@ -149,3 +149,19 @@ def test_a_failing_get_fails_every_request_waiting_for_it(fetch: HeldFetch) -> N
 
     run(scenario)
     assert fetch.calls == [key("a")]
+
+
+def test_beyond_the_names_it_keeps_the_oldest_not_found_is_forgotten_first(
+    fetch: HeldFetch,
+) -> None:
+    reads = RuntimeReads(fetch, clock=lambda: 0.0, not_found_kept=2)
+    fetch.answers.update(a=None, b=None, c=None)
+    fetch.release("a", "b", "c")
+
+    async def scenario() -> None:
+        for name in "abcbc":  # a is forgotten when c is remembered; b and c are kept
+            assert await reads.read(key(name), 60) is None
+        assert await reads.read(key("a"), 60) is None
+
+    run(scenario)
+    assert fetch.calls == [key("a"), key("b"), key("c"), key("a")]
