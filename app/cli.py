@@ -9,9 +9,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
-from app.commands.check import check_files, render_json, render_text
+from app.commands.check import DEFAULT_NAMESPACE, check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
     Settings,
@@ -77,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--state", required=True, type=Path, help="file or directory of state")
     check.add_argument("--output", choices=("text", "json"), default="text")
+    check.add_argument(
+        "--namespace",
+        type=_namespace,
+        default=DEFAULT_NAMESPACE,
+        help="the namespace of namespaced objects without metadata.namespace (default: default, "
+        "as kubectl without a context)",
+    )
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add_options(check, POLICY_OPTIONS)
     audit = commands.add_parser(
@@ -124,7 +132,21 @@ def _ignore(message: str) -> None:
 
 
 def _note(message: str) -> None:
-    print(f"nicguard: {message}", file=sys.stderr)  # noqa: T201
+    _print(f"nicguard: {message}", sys.stderr)
+
+
+def _print(text: str, stream: TextIO | None = None) -> None:
+    """One line of output. A reader that has gone (``nicguard check ... | head -1``) ends the
+    output quietly: the rest is dropped, the exit status stays the verdict's (docs/commands.md)."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream)
+        stream.flush()
+    except BrokenPipeError:
+        # Python flushes the stream again at exit: what is still buffered goes nowhere instead.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,10 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = _ignore if settings.log_level not in ("debug", "info") else _note
         if args.command == "audit":
             return _audit(args, settings, note)
-        results = check_files(args.state, args.files, settings, note=note)
+        results = check_files(args.state, args.files, settings, namespace=args.namespace, note=note)
     except (SettingsError, StateFileError, ClientConfigError) as error:
         return _input_error(error)
-    print(render_json(results) if args.output == "json" else render_text(results))  # noqa: T201
+    _print(render_json(results) if args.output == "json" else render_text(results))
     return EXIT_ALLOWED if all(r.verdict.allowed for r in results) else EXIT_DENIED
 
 
@@ -170,7 +192,7 @@ def _audit(args: argparse.Namespace, settings: Settings, note: Callable[[str], N
             results, api = audit_cluster(settings, namespace, os.environ, discover=discover)
         except ClusterReadError as error:
             return _input_error(error)
-    print(render(args.output, results, api, namespace, int(time.time())))  # noqa: T201
+    _print(render(args.output, results, api, namespace, int(time.time())))
     return EXIT_DENIED if failed(results) else EXIT_ALLOWED
 
 

@@ -3,10 +3,12 @@ flags over environment, usage and input errors on one line, and what ``--log-lev
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -204,3 +206,51 @@ def test_check_help_states_the_exit_codes() -> None:
     assert "Exit status: 0 when every object is allowed (warnings included)" in text
     assert "1 when any object is denied" in text
     assert "2 on a usage or input error" in text
+
+
+def _to_a_closed_pipe(*args: str, stream: str) -> subprocess.CompletedProcess[str]:
+    """``python -m app ARGS`` writing ``stream`` (stdout or stderr) into a pipe whose reader is
+    gone before anything is written (``| head -1`` that has read its line): every write there
+    fails with EPIPE. The other stream is captured."""
+    read, write = os.pipe()
+    os.close(read)
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: write}
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "app", *args],
+            cwd=ROOT,
+            text=True,
+            timeout=60,
+            check=False,
+            **pipes,
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        pytest.param(["check", "examples/objects/good-trainjob.yaml"], 0, id="check-allowed"),
+        pytest.param(["check", "examples/objects"], 1, id="check-denied"),
+        pytest.param(["check", "--output", "json", "examples/objects"], 1, id="check-json"),
+        pytest.param(["audit"], 0, id="audit"),
+    ],
+)
+def test_output_to_a_closed_pipe_ends_quietly_with_the_verdicts_status(
+    args: list[str], status: int
+) -> None:
+    run = _to_a_closed_pipe(args[0], "--state", STATE, *args[1:], stream="stdout")
+    assert (run.returncode, run.stderr) == (status, "")
+
+
+def test_notes_to_a_closed_pipe_leave_the_output_and_status_alone(tmp_path: Path) -> None:
+    listed = tmp_path / "list.json"
+    network = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
+    listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [network]}))
+    good = "examples/objects/good-trainjob.yaml"
+    run = _to_a_closed_pipe(
+        "check", "--state", STATE, "--log-level", "info", str(listed), good, stream="stderr"
+    )
+    assert run.returncode == 0
+    assert run.stdout.startswith("ALLOWED TrainJob team-a/llama-pretrain")

@@ -23,6 +23,8 @@ from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
 from app.files.state import SourcedObject, load_objects, state_snapshot
 
+DEFAULT_NAMESPACE = "default"
+
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
@@ -54,10 +56,12 @@ def check_files(
     files: Sequence[Path],
     settings: Settings,
     *,
+    namespace: str = DEFAULT_NAMESPACE,
     note: Callable[[str], None] = lambda _: None,
 ) -> list[CheckResult]:
     """Evaluate every CTR/TR/TrainJob and runtime snapshot ConfigMap in ``files``; raises
-    StateFileError on unusable input.
+    StateFileError on unusable input. Namespaced objects without ``metadata.namespace`` are in
+    ``namespace``, as ``kubectl apply -n`` puts them.
 
     ``note`` hears of every object in ``files`` that is not judged, so none is passed over
     unsaid (a list of a kind nicguard does not know, say).
@@ -74,9 +78,11 @@ def check_files(
             copies.append((sourced, owner))
         else:
             note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
-    view = with_runtimes(snapshot, dict(_runtime_entries(subjects)))
-    results = [_evaluate(o.obj, kind, view, settings) for o, kind in subjects]
-    return results + [_evaluate_copy(o.obj, owner, view, settings) for o, owner in copies]
+    view = with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace)))
+    results = [_evaluate(o.obj, kind, view, settings, namespace) for o, kind in subjects]
+    return results + [
+        _evaluate_copy(o.obj, owner, view, settings, namespace) for o, owner in copies
+    ]
 
 
 _JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
@@ -89,10 +95,10 @@ def _snapshot_owner(obj: JsonMap) -> str | None:
 
 
 def _evaluate_copy(
-    obj: JsonMap, owner: str, view: ClusterSnapshot, settings: Settings
+    obj: JsonMap, owner: str, view: ClusterSnapshot, settings: Settings, default: str
 ) -> CheckResult:
     """A runtime snapshot ConfigMap, judged as a CREATE of the runtime it copies."""
-    namespace = str_at(obj, "metadata", "namespace") or "default"
+    namespace = str_at(obj, "metadata", "namespace") or default
     configmap = {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": namespace}}
     review = Review(
         operation=Operation.CREATE,
@@ -116,23 +122,30 @@ def _described(obj: JsonMap) -> str:
     return " ".join(shown(part) for part in parts if part)
 
 
-def _namespace(obj: JsonMap, kind: Kind) -> str:
-    # kubectl apply puts namespaced objects without a namespace into "default".
-    return (str_at(obj, "metadata", "namespace") or "default") if kind.namespaced else ""
+def _namespace(obj: JsonMap, kind: Kind, default: str) -> str:
+    # kubectl apply puts namespaced objects without a namespace into -n's (else "default").
+    return (str_at(obj, "metadata", "namespace") or default) if kind.namespaced else ""
 
 
 def _runtime_entries(
-    subjects: list[tuple[SourcedObject, Kind]],
+    subjects: list[tuple[SourcedObject, Kind]], default: str
 ) -> list[tuple[RuntimeKey, JsonMap]]:
     return [
-        (runtime_key(kind, _namespace(o.obj, kind), str_at(o.obj, "metadata", "name") or ""), o.obj)
+        (
+            runtime_key(
+                kind, _namespace(o.obj, kind, default), str_at(o.obj, "metadata", "name") or ""
+            ),
+            o.obj,
+        )
         for o, kind in subjects
         if kind.is_runtime
     ]
 
 
-def _evaluate(obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings) -> CheckResult:
-    namespace = _namespace(obj, kind)
+def _evaluate(
+    obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings, default: str
+) -> CheckResult:
+    namespace = _namespace(obj, kind, default)
     review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)
     return CheckResult(
         api_version=str_at(obj, "apiVersion") or "",

@@ -46,21 +46,39 @@ class RuntimeSnapshot:
 
 
 def snapshot_owner(configmap: object) -> str | None:
-    """The TrainJob whose runtime snapshot ``configmap`` is, or None for any other ConfigMap:
-    a name ending in ``-runtime-snapshot`` and a controller owner of kind TrainJob in group
-    trainer.kubeflow.org (the webhook's matchConditions narrow the same way)."""
+    """The TrainJob whose runtime snapshot ``configmap`` is, named by its controller owner, or
+    None for any other ConfigMap; the webhook's matchConditions narrow the same way.
+
+    A name ending in ``-runtime-snapshot`` and a controller owner of any kind and apiVersion:
+    Trainer uses a copy whose controller (``metav1.GetControllerOf``, the first) has the
+    TrainJob's UID, however the reference spells the rest, and nicguard cannot compare UIDs.
+    A controller spelled otherwise than Trainer writes it, on a ConfigMap without a ``runtime``
+    key, is nothing Trainer could use (a dashboard's ``grafana-runtime-snapshot``): not one.
+    """
     name = str_at(configmap, "metadata", "name") or ""
     if not name.endswith(SNAPSHOT_SUFFIX):
         return None
+    controller = _controller(configmap)
+    owner_name = str_at(controller, "name")
+    if controller is None or not owner_name:
+        return None
+    if _spelled_as_trainer(controller) or RUNTIME_KEY in (map_at(configmap, "data") or {}):
+        return owner_name
+    return None
+
+
+def _controller(configmap: object) -> JsonMap | None:
     for item in as_list(value_at(configmap, "metadata", "ownerReferences")) or ():
         owner = as_map(item)
-        if owner is None or owner.get("controller") is not True:
-            continue
-        group = (str_at(owner, "apiVersion") or "").partition("/")[0]
-        owner_name = str_at(owner, "name")
-        if group == TRAINER_GROUP and owner.get("kind") == Kind.TRAIN_JOB.value and owner_name:
-            return owner_name
+        if owner is not None and owner.get("controller") is True:
+            return owner
     return None
+
+
+def _spelled_as_trainer(owner: JsonMap) -> bool:
+    """Trainer's own spelling of the reference: kind TrainJob in group trainer.kubeflow.org."""
+    api_version = str_at(owner, "apiVersion") or ""
+    return api_version.startswith(f"{TRAINER_GROUP}/") and owner.get("kind") == Kind.TRAIN_JOB.value
 
 
 def read_snapshot(configmap: JsonMap, trainjob: str, load_yaml: LoadYaml) -> RuntimeSnapshot:

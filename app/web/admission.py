@@ -5,11 +5,9 @@ Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits fore
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import orjson
@@ -34,6 +32,7 @@ from app.web.body import (
 from app.web.request import AdmissionRequest, MalformedReviewError, request_from_body
 from app.web.response import review_response
 from app.web.router import router
+from app.web.runtime_reads import RuntimeReads
 
 PATH: Final = "/validate"
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
@@ -52,7 +51,8 @@ def create_admission_app(
 ) -> ASGIApp:
     """``draining()`` true (after SIGTERM): answers carry ``Connection: close``. A body not
     received within ``body_timeout`` seconds is answered with a 408. ``fetch_runtime`` reads a
-    TrainJob's runtime that ``view`` lacks (Kubernetes mode), once, within 1 s. ``recipe``
+    TrainJob's runtime that ``view`` lacks (Kubernetes mode), within 1 s, under the bounds of
+    ``RuntimeReads``. ``recipe``
     names the recipe ConfigMap, whose writes are judged (no other ConfigMap is)."""
     validate = _Validate(
         view=view,
@@ -98,11 +98,8 @@ class _Validate:
     ) -> None:
         self._view, self._policy, self._metrics = view, policy, metrics
         self._body_timeout = body_timeout
-        self._fetch_runtime = fetch_runtime
+        self._runtime_reads = None if fetch_runtime is None else RuntimeReads(fetch_runtime)
         self._recipe = recipe
-        # Its own threads, not the loop's default executor: a read still hanging after its
-        # deadline must not hold up whoever closes the loop (asyncio.run waits for those).
-        self._fetching = ThreadPoolExecutor(max_workers=4, thread_name_prefix="runtime-get")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -129,19 +126,13 @@ class _Validate:
     async def _view_for(self, admission: AdmissionRequest, assessment: Assessment) -> ClusterView:
         """The view, plus the TrainJob's runtime read directly when the synced cache lacks it
         (created by the same ``kubectl apply`` a moment ago, its watch event still on the way)."""
-        fetch = self._fetch_runtime
+        reads = self._runtime_reads
         key = assessment.runtime
-        if fetch is None or key is None or self._view.runtime(*key) is not None:
+        if reads is None or key is None or self._view.runtime(*key) is not None:
             return self._view
         found: JsonMap | Unverifiable | None
         try:
-            read = asyncio.get_running_loop().run_in_executor(self._fetching, fetch, *key)
-            found = await asyncio.wait_for(read, RUNTIME_FETCH_SECONDS)
-        except TimeoutError:
-            found = Unverifiable(
-                "it is not cached yet and a GET of it gave no answer in "
-                f"{RUNTIME_FETCH_SECONDS:g} s"
-            )
+            found = await reads.read(key, RUNTIME_FETCH_SECONDS)
         except Exception as error:  # a bug must not become a 5xx: it is unverifiable
             decisions.record_failure(uid=admission.uid, error=error)
             found = Unverifiable("it is not cached yet and reading it failed")

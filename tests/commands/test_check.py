@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -241,3 +242,77 @@ def test_a_tampered_runtime_snapshot_among_the_files_is_denied(tmp_path: Path) -
         "ClusterTrainingRuntime torch-distributed-tcpxo): at position eth3"
     )
     assert violation["field"].startswith("data.runtime: spec.template.spec.replicatedJobs[0]")
+
+
+def _unnamespaced(path: Path) -> list[dict[str, Any]]:
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for document in documents:
+        document["metadata"].pop("namespace")
+    return documents
+
+
+@pytest.mark.parametrize("namespace", [None, "team-x"])
+def test_objects_without_a_namespace_take_the_namespace_option(
+    tmp_path: Path, namespace: str | None
+) -> None:
+    """As ``kubectl apply -n``: a TrainingRuntime, a TrainJob on it and a runtime snapshot
+    without ``metadata.namespace`` are in ``--namespace`` (else ``default``); a TrainJob that
+    has one keeps it, and does not find the runtime there."""
+    (runtime,) = _unnamespaced(ROOT / "examples/objects/missing-network-runtime.yaml")
+    (copy,) = _unnamespaced(SNAPSHOT_FIXTURE / "tj-runtime-snapshot-v2.3.0.yaml")
+    ref = {"name": "torch-tcpxo", "kind": "TrainingRuntime"}
+    jobs = [
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": name, **where},
+            "spec": {"runtimeRef": ref},
+        }
+        for name, where in (("here", {}), ("elsewhere", {"namespace": "team-y"}))
+    ]
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(yaml.safe_dump_all([runtime, *jobs, copy]))
+    chosen = [] if namespace is None else ["--namespace", namespace]
+    run = nicguard("check", "--state", STATE, "--output", "json", *chosen, str(objects))
+    assert run.returncode == 1, run.stderr
+    results = json.loads(run.stdout)["results"]
+    ns = namespace or "default"
+    assert [(r["kind"], r["namespace"], r["name"], r["allowed"]) for r in results] == [
+        ("TrainingRuntime", ns, "torch-tcpxo", False),
+        ("TrainJob", ns, "here", False),
+        ("TrainJob", "team-y", "elsewhere", True),
+        ("ConfigMap", ns, "tj-runtime-snapshot", True),
+    ]
+    inherited = results[1]["violations"][0]
+    assert inherited["code"] == "NetworkNotFound"
+    assert f"TrainingRuntime/{ns}/torch-tcpxo" in inherited["message"]
+    assert results[2]["warnings"] == [
+        "runtime TrainingRuntime/torch-tcpxo not found; wiring not checked"
+    ]
+
+
+def test_the_namespace_option_names_one() -> None:
+    run = nicguard("check", "--state", STATE, "--namespace", " ", "examples/objects")
+    assert run.returncode == 2
+    assert "expected a namespace" in run.stderr
+
+
+def test_a_snapshot_whose_owner_is_spelled_otherwise_is_judged_unless_it_holds_no_runtime(
+    tmp_path: Path,
+) -> None:
+    text = (SNAPSHOT_FIXTURE / "tj-runtime-snapshot-v2.3.0.yaml").read_text()
+    (copy,) = [d for d in yaml.safe_load_all(text) if d]
+    (owner,) = copy["metadata"]["ownerReferences"]
+    owner["kind"] = "trainjob"
+    copy["data"]["runtime"] = copy["data"]["runtime"].replace('"gpu-nic-7"', '"gpu-nic-X"')
+    dashboard = json.loads(json.dumps(copy))
+    dashboard["metadata"]["name"] = "grafana-runtime-snapshot"
+    dashboard["data"] = {"dashboard.json": "{}"}
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(yaml.safe_dump_all([copy, dashboard]))
+    run = nicguard("check", "--state", STATE, "--log-level", "info", str(objects))
+    assert run.returncode == 1, run.stderr
+    assert run.stdout.startswith("DENIED  ConfigMap team-a/tj-runtime-snapshot")
+    assert "(runtime snapshot of TrainJob team-a/tj: ClusterTrainingRuntime" in run.stdout
+    assert run.stdout.rstrip().endswith("1 checked, 0 allowed, 1 denied")
+    assert "v1 ConfigMap grafana-runtime-snapshot is not a" in run.stderr

@@ -32,6 +32,32 @@ UPSTREAM_V230: Final = upstream("v2.3.0")
 UPSTREAM_FIXED: Final = upstream("fixed")
 
 
+def without_runtime(configmap: dict[str, object]) -> dict[str, object]:
+    return {**configmap, "data": {"dashboard.json": "{}"}}
+
+
+GRAFANA: Final = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "grafana-runtime-snapshot",
+        "namespace": "monitoring",
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": "grafana",
+                "uid": "5c3f9a2e-1b7d-4e8a-9f60-2d4c8b1a7e35",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    },
+    "data": {"runtime-snapshot.json": "{}"},
+}
+"""A dashboard's ConfigMap that happens to end in ``-runtime-snapshot``: never judged."""
+
+
 @pytest.mark.parametrize(
     ("configmap", "trainjob"),
     [
@@ -68,16 +94,66 @@ UPSTREAM_FIXED: Final = upstream("fixed")
             None,
             id="controller-not-a-boolean",
         ),
+        # Trainer checks only the controller's UID (metav1.GetControllerOf): any spelling of
+        # the rest is used, so judged, whenever the ConfigMap holds a runtime key.
+        pytest.param(
+            copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "kind": "trainjob"}]),
+            "job",
+            id="kind-spelled-in-lower-case",
+        ),
         pytest.param(
             copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "kind": "JobSet"}]),
-            None,
-            id="not-a-trainjob",
+            "job",
+            id="another-kind",
         ),
         pytest.param(
             copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "apiVersion": "example.com/v1"}]),
-            None,
+            "job",
             id="another-group",
         ),
+        pytest.param(
+            copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "apiVersion": "trainer.kubeflow.org"}]),
+            "job",
+            id="group-without-version",
+        ),
+        pytest.param(
+            copy_of(
+                TCPXO,
+                owners=[
+                    {**TRAINJOB_OWNER, "kind": "Deployment", "controller": False},
+                    {**TRAINJOB_OWNER, "kind": "Deployment", "name": "first"},
+                    {**TRAINJOB_OWNER, "name": "second"},
+                ],
+            ),
+            "first",
+            id="the-first-controller-counts",
+        ),
+        # Without a runtime key, only Trainer's own spelling is a snapshot (judged and refused:
+        # RuntimeSnapshotInvalid); any other owner's ConfigMap of that name is not.
+        pytest.param(without_runtime(copy_of(TCPXO)), "job", id="trainers-spelling-no-runtime"),
+        pytest.param(
+            without_runtime(copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "kind": "trainjob"}])),
+            None,
+            id="other-kind-no-runtime",
+        ),
+        pytest.param(
+            without_runtime(copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "apiVersion": "v1"}])),
+            None,
+            id="other-group-no-runtime",
+        ),
+        pytest.param(
+            without_runtime(
+                copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "apiVersion": "trainer.kubeflow.org"}])
+            ),
+            None,
+            id="group-without-version-no-runtime",
+        ),
+        pytest.param(
+            {**copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "kind": "Deployment"}]), "data": "x"},
+            None,
+            id="other-kind-data-not-a-map",
+        ),
+        pytest.param(GRAFANA, None, id="a-dashboards-configmap"),
         pytest.param(
             copy_of(TCPXO, owners=[{**TRAINJOB_OWNER, "name": ""}]), None, id="unnamed-owner"
         ),

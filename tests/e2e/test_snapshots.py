@@ -159,13 +159,51 @@ def test_trainers_own_snapshot_is_admitted_and_a_tampered_one_refused(
     assert held["data"] == snapshot["data"]
 
 
+@pytest.mark.parametrize(
+    "respelled",
+    [
+        pytest.param({"kind": "trainjob"}, id="kind-in-lower-case"),
+        pytest.param({"apiVersion": "example.com/v1"}, id="another-group"),
+    ],
+)
+def test_a_tampered_snapshot_whose_owner_is_spelled_otherwise_is_refused(
+    stack: Stack, job: dict[str, Any], respelled: dict[str, str]
+) -> None:
+    """Trainer (getRuntimeSnapshot) checks only the controller's UID: a copy whose owner keeps
+    the TrainJob's UID under another spelling is used, so a user who may edit ConfigMaps cannot
+    slip a wiring in that way."""
+    runtime = _get(stack, "clustertrainingruntime", TCPXO)
+    swapped = json.loads(json.dumps(runtime))
+    node_annotations(swapped)[INTERFACES] = interfaces(with_pairs(RECIPE_PAIRS, (2, 3)))
+    tampered = snapshot_of(job, swapped, typed=False)
+    tampered["metadata"]["ownerReferences"][0].update(respelled)
+    name, namespace = tampered["metadata"]["name"], tampered["metadata"]["namespace"]
+    expect.denied(
+        stack.apply(tampered),
+        f"ConfigMap/{namespace}/{name}",
+        "MappingDivergesFromRecipe",
+        f"(runtime snapshot of TrainJob {namespace}/{job['metadata']['name']}: "
+        f"ClusterTrainingRuntime {TCPXO}): at position eth3",
+        webhook=SNAPSHOT_WEBHOOK,
+    )
+
+
 def test_configmaps_that_are_not_snapshots_never_reach_nicguard(
     stack: Stack, job: dict[str, Any]
 ) -> None:
+    """No controller owner, another name, or a controller not spelled as Trainer writes it on
+    a ConfigMap without a runtime key (a dashboard's ``grafana-runtime-snapshot``)."""
     namespace = job["metadata"]["namespace"]
     runtime = _get(stack, "clustertrainingruntime", TCPXO)
     owned = snapshot_of(job, runtime, typed=True)
     owner = owned["metadata"]["ownerReferences"][0]
+    dashboard_owner = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "grafana",
+        "uid": "5c3f9a2e-1b7d-4e8a-9f60-2d4c8b1a7e35",
+        "controller": True,
+    }
     look_alikes = [
         {**owned, "metadata": {"name": "x-runtime-snapshot", "namespace": namespace}},
         {**owned, "metadata": {**owned["metadata"], "name": "x-snapshot"}},
@@ -178,6 +216,24 @@ def test_configmaps_that_are_not_snapshots_never_reach_nicguard(
             },
         },
         {**owned, "metadata": {"name": "plain", "namespace": namespace}, "data": {"k": "v"}},
+        {
+            **owned,
+            "metadata": {
+                "name": "grafana-runtime-snapshot",
+                "namespace": namespace,
+                "ownerReferences": [dashboard_owner],
+            },
+            "data": {"dashboard.json": "{}"},
+        },
+        {
+            **owned,
+            "metadata": {
+                **owned["metadata"],
+                "name": "z-runtime-snapshot",
+                "ownerReferences": [{**owner, "kind": "trainjob"}],
+            },
+            "data": {"notes": "no runtime here"},
+        },
     ]
     before = _judged_requests(stack)
     checked(stack.apply(*look_alikes), "writing ConfigMaps that are not snapshots")

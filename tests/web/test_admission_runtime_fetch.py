@@ -6,10 +6,12 @@ runtime's watch event reaches the cache; judging it "runtime not found" would le
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import httpx2
 import pytest
 from fastapi.testclient import TestClient
 
@@ -20,6 +22,7 @@ from app.domain.policy import Policy
 from app.domain.slim import slim_runtime
 from app.metrics import Metrics
 from app.web.admission import create_admission_app
+from tests.support.held_fetch import HeldFetch
 from tests.web.conftest import sample_review
 
 RUNTIME = ("torch-distributed-tcpxo",)
@@ -148,3 +151,56 @@ def test_nothing_is_read_when_the_cache_answers_or_no_runtime_is_needed(
     response = _post(_client(example_state, fetch, cached), review)
     assert fetch.calls == []
     assert response["allowed"] is False
+
+
+def _naming(runtime: str) -> dict[str, Any]:
+    """A TrainJob review (``trainjob-patch-drift``) on ClusterTrainingRuntime ``runtime``."""
+    review = sample_review("trainjob-patch-drift")
+    review["request"]["object"]["spec"]["runtimeRef"]["name"] = runtime
+    return review
+
+
+def test_forged_reviews_naming_uncached_runtimes_cost_four_gets_at_most(
+    example_state: ClusterSnapshot,
+) -> None:
+    """Four GETs hang: a fifth runtime is ClusterStateUnavailable at once; once they answer
+    NotFound, the same names are answered from memory, without a GET."""
+    fetch = HeldFetch({f"uncached-{i}": None for i in range(5)})
+    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    view = ClusterSnapshot(example_state.network_state, example_state.recipe_state, {})
+    app = create_admission_app(view=view, policy=Policy(), metrics=metrics, fetch_runtime=fetch)
+
+    async def scenario() -> list[dict[str, Any]]:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="https://nicguard") as client:
+
+            async def post(runtime: str) -> dict[str, Any]:
+                reply = await client.post("/validate", json=_naming(runtime))
+                assert reply.status_code == 200
+                answer: dict[str, Any] = reply.json()["response"]
+                return answer
+
+            held = [asyncio.create_task(post(f"uncached-{i}")) for i in range(4)]
+            await asyncio.to_thread(fetch.wait_entered, 4)
+            refused = await post("uncached-4")
+            fetch.release_all()
+            answers = await asyncio.gather(*held)
+            again = await post("uncached-0")
+            return [refused, *answers, again]
+
+    try:
+        refused, *answers, again = asyncio.run(scenario())
+    finally:
+        fetch.release_all()
+    assert refused["allowed"] is False
+    assert refused["status"]["code"] == 503
+    assert [c["reason"] for c in refused["status"]["details"]["causes"]] == [
+        "ClusterStateUnavailable"
+    ]
+    assert "4 GETs of uncached runtimes are in flight already" in refused["status"]["message"]
+    for i, answer in enumerate([*answers, again]):
+        assert answer["allowed"] is True
+        assert answer["warnings"] == [
+            f"runtime ClusterTrainingRuntime/uncached-{i % 4} not found; wiring not checked"
+        ]
+    assert sorted(name for _, _, name in fetch.calls) == [f"uncached-{i}" for i in range(4)]

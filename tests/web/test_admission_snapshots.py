@@ -8,6 +8,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 
@@ -90,6 +91,41 @@ def test_a_configmap_without_a_trainjob_controller_is_not_judged(client: TestCli
     response = _post(client, _review(plain))
     assert response["allowed"] is True
     assert response["auditAnnotations"]["decision"] == "allowed"
+
+
+@pytest.mark.parametrize(
+    "respelled",
+    [
+        pytest.param({"kind": "trainjob"}, id="kind-in-lower-case"),
+        pytest.param({"apiVersion": "example.com/v1"}, id="another-group"),
+        pytest.param({"kind": "Deployment", "apiVersion": "apps/v1"}, id="another-kind"),
+    ],
+)
+def test_a_tampered_snapshot_whose_owner_is_spelled_otherwise_is_denied(
+    client: TestClient, respelled: dict[str, str]
+) -> None:
+    """Trainer checks only the controller's UID: the copy is used, so it is judged, and named
+    by the owner's name."""
+    tampered = _swapped(_snapshot())
+    (owner,) = tampered["metadata"]["ownerReferences"]
+    owner.update(respelled)
+    response = _post(client, _review(tampered, old=_snapshot()))
+    assert response["allowed"] is False
+    assert "(runtime snapshot of TrainJob team-a/tj: " in response["status"]["message"]
+    assert response["auditAnnotations"]["violations"] == "MappingDivergesFromRecipe"
+
+
+def test_a_look_alike_without_a_runtime_key_owned_by_something_else_is_not_judged(
+    client: TestClient,
+) -> None:
+    dashboard = _snapshot()
+    dashboard["metadata"]["name"] = "grafana-runtime-snapshot"
+    (owner,) = dashboard["metadata"]["ownerReferences"]
+    owner.update(apiVersion="apps/v1", kind="Deployment", name="grafana")
+    dashboard["data"] = {"dashboard.json": "{}"}
+    response = _post(client, _review(dashboard))
+    assert response["allowed"] is True
+    assert "warnings" not in response
 
 
 def _recipe() -> dict[str, Any]:
