@@ -61,15 +61,17 @@ def judge_runtime(
     templates; never raises. ``binding`` replaces its own (a runtime snapshot is bound as its
     runtime is); ``named`` as for ``judge_subjects``."""
     templates = job_templates(obj)
-    subjects = (
-        *(
+    subjects = tuple(
+        [
             Subject(t.job, template_wiring(t))
             if isinstance(t, PodTemplate)
             else Subject(t.job, Wiring(None, None, t.path), t)
             for t in templates.wired
-        ),
-        *(Subject(t.job, template_wiring(t), wired=False) for t in templates.annotated),
+        ]
     )
+    annotated = templates.annotated
+    if annotated:
+        subjects += tuple(Subject(t.job, template_wiring(t), wired=False) for t in annotated)
     out = VerdictBuilder()
     judge_subjects(
         subjects,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from app.domain.annotation import INTERFACES_ANNOTATION
 from app.domain.fields import FieldPath, as_list, as_map, map_at, value_at
@@ -73,9 +73,9 @@ def wired_templates(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class JobTemplates:
-    """A runtime's wired templates, and the pod template of each of its other jobs."""
+class JobTemplates(NamedTuple):
+    """A runtime's wired templates, and the pod template of each of its other jobs (a tuple:
+    built on every judgement, where a dataclass costs more)."""
 
     wired: tuple[PodTemplate | PodTemplateMissing, ...]
     others: tuple[PodTemplate, ...]
@@ -85,6 +85,8 @@ class JobTemplates:
     @property
     def annotated(self) -> tuple[PodTemplate, ...]:
         """The other jobs whose pod template carries the interfaces annotation."""
+        if not self.others:
+            return ()
         return tuple(t for t in self.others if INTERFACES_ANNOTATION in t.annotations)
 
 
@@ -92,8 +94,10 @@ def job_templates(runtime: object, *, ancestors: Mapping[str, bool] | None = Non
     """``wired_templates``, and the pod templates of every other job."""
     jobs, entries = _wired_entries(runtime, ancestors)
     wired = tuple(
-        _missing(name) if position is None else _template(name, position, jobs[position])
-        for name, position in entries
+        [
+            _missing(name) if position is None else _template(name, position, jobs[position])
+            for name, position in entries
+        ]
     )
     if len(jobs) == 1 and entries[0][1] == 0:
         return JobTemplates(wired, ())  # the node job alone, as in AICR's runtimes

@@ -72,27 +72,29 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
         out.note(f"runtime {shown(ref.describe())} not found; wiring not checked")
         return Evaluation(out.build(), fingerprint)
     templates = job_templates(runtime, ancestors=patched_ancestors(obj))
-    wired = tuple(
-        Subject(t.job, trainjob_wiring(obj, t, t.job))
-        if isinstance(t, PodTemplate)
-        else Subject(
-            t.job,
-            trainjob_wiring(obj, None, t.job),
-            PodTemplateMissing(
-                f"runtime {shown(ref.describe())}: {t.reason}", FieldPath(_RUNTIME_REF), t.job
-            ),
+    subjects = tuple(
+        [
+            Subject(t.job, trainjob_wiring(obj, t, t.job))
+            if isinstance(t, PodTemplate)
+            else Subject(
+                t.job,
+                trainjob_wiring(obj, None, t.job),
+                PodTemplateMissing(
+                    f"runtime {shown(ref.describe())}: {t.reason}", FieldPath(_RUNTIME_REF), t.job
+                ),
+            )
+            for t in templates.wired
+        ]
+    )
+    if templates.others:
+        # Any other job is annotated when its effective pod annotations carry the interfaces
+        # annotation: the runtime's, or what the TrainJob's own patches add.
+        subjects += tuple(
+            Subject(t.job, wiring, wired=False)
+            for t in templates.others
+            for wiring in (trainjob_wiring(obj, t, t.job),)
+            if wiring.wired
         )
-        for t in templates.wired
-    )
-    # Any other job is annotated when its effective pod annotations carry the interfaces
-    # annotation: the runtime's, or what the TrainJob's own patches add.
-    annotated = tuple(
-        Subject(t.job, wiring, wired=False)
-        for t in templates.others
-        for wiring in (trainjob_wiring(obj, t, t.job),)
-        if wiring.wired
-    )
-    subjects = (*wired, *annotated)
     # Directives of Trainer's merge that can reach a judged template: refused, whatever binds
     # it (its effect on the wiring is not computed, so nothing judged below is what would run).
     directives = patch_directives(obj, {s.job for s in subjects})
