@@ -110,11 +110,6 @@ def job_templates(runtime: object, *, ancestors: Mapping[str, bool] | None = Non
     return JobTemplates(wired, tuple(t for t in others if isinstance(t, PodTemplate)))
 
 
-def annotated_templates(runtime: object) -> tuple[PodTemplate, ...]:
-    """The pod template of every job that is not wired and carries the interfaces annotation."""
-    return job_templates(runtime).annotated
-
-
 def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMissing:
     """The first map entry named ``job_name`` in replicatedJobs (non-map entries are skipped)."""
     jobs = _replicated_jobs(runtime)

@@ -17,7 +17,7 @@ from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.review import Operation
 from app.domain.slim import slim_runtime
-from app.domain.template import annotated_templates, job_templates
+from app.domain.template import job_templates
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -462,7 +462,7 @@ def test_a_trainjob_update_on_an_unknowable_runtime_compares_its_evaluator_patch
 )
 def test_the_slim_copy_keeps_what_annotated_jobs_are_judged_on(obj: JsonMap) -> None:
     slim = slim_runtime(obj)
-    assert annotated_templates(slim) == annotated_templates(obj)
+    assert job_templates(slim).annotated == job_templates(obj).annotated
     assert job_templates(slim).wired == job_templates(obj).wired
     job = {**trainjob("x"), "spec": {"runtimeRef": dict(_ref(obj))}}
     whole = evaluate(review(job), snapshot(obj), Policy())
@@ -474,3 +474,22 @@ def _ref(obj: JsonMap) -> dict[str, str]:
     metadata = obj["metadata"]
     assert isinstance(metadata, dict)
     return {"name": str(metadata["name"]), "kind": str(obj["kind"])}
+
+
+def test_a_job_a_patch_unlabels_as_the_trainer_is_still_judged_as_annotated() -> None:
+    """Trainer no longer runs the trainer in ``worker`` once the TrainJob's patch relabels it,
+    but JobSet still runs its pods with the runtime's annotation: judged by the unbound rules."""
+    worker = node_job(wired([("eth1", "absent")]), name="worker")
+    worker["template"]["metadata"] = {  # type: ignore[index]
+        "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    }
+    obj = runtime("eval-runtime", kind=Kind.TRAINING_RUNTIME, jobs=[node_job(wired()), worker])
+    relabel = {
+        "name": "worker",
+        "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "x"}}},
+    }
+    patch = {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [relabel]}}}}
+    verdict = evaluate(review(_trainjob([patch])), snapshot(obj), Policy())
+    (violation,) = verdict.violations
+    assert (violation.code.value, violation.field) == ("NetworkNotFound", "spec.runtimeRef")
+    assert violation.message.startswith(f"{ORIGIN}worker job: no Network object exists")
