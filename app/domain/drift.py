@@ -21,7 +21,7 @@ from app.domain.fields import JsonMap
 from app.domain.policy import Policy
 from app.domain.review import Operation, Review
 from app.domain.rules.binding import recipe_candidate
-from app.domain.template import wired_annotations
+from app.domain.template import interfaces_annotations
 from app.domain.verdict import Code, Verdict, Violation
 
 
@@ -82,10 +82,10 @@ def judge(key: RuntimeKey, runtime: JsonMap, view: ClusterSnapshot, policy: Poli
 
 
 def named_networks(runtime: JsonMap) -> tuple[str, ...]:
-    """Every Network the runtime's wired templates name, sorted, each once (malformed
-    annotations name none)."""
+    """Every Network the runtime's wired and annotated templates name, sorted, each once
+    (malformed annotations name none)."""
     names: set[str] = set()
-    for wiring in wired_annotations(runtime):
+    for wiring in interfaces_annotations(runtime):
         raw = wiring.get(INTERFACES_ANNOTATION)
         if not isinstance(raw, str):
             continue

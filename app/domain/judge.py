@@ -1,6 +1,7 @@
 """Every rule on every wired template of one object: structure, the binding's expected mapping,
-the Networks and their param sets. A runtime is judged on its own templates; a TrainJob's are
-its runtime's overlaid by its patches (app/domain/trainjob.py)."""
+the Networks and their param sets; the unbound rules (structure, Networks) on every annotated
+template. A runtime is judged on its own templates; a TrainJob's are its runtime's overlaid by
+its patches (app/domain/trainjob.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from app.domain.rules.binding import Expected, expected_mapping, recipe_divergen
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
 from app.domain.rules.order import order_warning
 from app.domain.rules.structure import structure_of
-from app.domain.template import PodTemplate, PodTemplateMissing, wired_templates
+from app.domain.template import PodTemplate, PodTemplateMissing, job_templates
 from app.domain.verdict import Verdict, VerdictBuilder
 from app.domain.wiring import Wiring, template_wiring
 
@@ -31,11 +32,14 @@ class Evaluation:
 
 @dataclass(frozen=True, slots=True)
 class Subject:
-    """One wired template of the judged object: its job, its wiring, or why it has none."""
+    """One judged template of the object: its job, its wiring, or why it has none. ``wired``
+    ones are judged by every rule; annotated ones (any other job whose pod template carries the
+    interfaces annotation) only by the rules that need no binding."""
 
     job: str
     wiring: Wiring
     missing: PodTemplateMissing | None = None
+    wired: bool = True
 
     def fingerprint(self) -> tuple[object, ...]:
         # Losing or gaining the pod template changes the wiring even when both lack annotations.
@@ -45,16 +49,29 @@ class Subject:
 
 
 def judge_runtime(
-    kind: Kind, obj: JsonMap, view: ClusterView, policy: Policy, binding: Binding | None = None
+    kind: Kind,
+    obj: JsonMap,
+    view: ClusterView,
+    policy: Policy,
+    binding: Binding | None = None,
+    *,
+    named: bool | None = None,
 ) -> Evaluation:
-    """Judge a ClusterTrainingRuntime or TrainingRuntime on its own wired templates; never
-    raises. ``binding`` replaces its own (a runtime snapshot is bound as its runtime is)."""
+    """Judge a ClusterTrainingRuntime or TrainingRuntime on its own wired and annotated
+    templates; never raises. ``binding`` replaces its own (a runtime snapshot is bound as its
+    runtime is); ``named`` as for ``judge_subjects``."""
+    templates = job_templates(obj)
     subjects = tuple(
-        Subject(t.job, template_wiring(t))
-        if isinstance(t, PodTemplate)
-        else Subject(t.job, Wiring(None, None, t.path), t)
-        for t in wired_templates(obj)
+        [
+            Subject(t.job, template_wiring(t))
+            if isinstance(t, PodTemplate)
+            else Subject(t.job, Wiring(None, None, t.path), t)
+            for t in templates.wired
+        ]
     )
+    annotated = templates.annotated
+    if annotated:
+        subjects += tuple(Subject(t.job, template_wiring(t), wired=False) for t in annotated)
     out = VerdictBuilder()
     judge_subjects(
         subjects,
@@ -62,6 +79,7 @@ def judge_runtime(
         view=view,
         policy=policy,
         out=out,
+        named=named,
     )
     return Evaluation(out.build(), tuple(s.fingerprint() for s in subjects))
 
@@ -74,8 +92,10 @@ def judge_subjects(
     policy: Policy,
     out: VerdictBuilder,
     origin: str = "",
+    named: bool | None = None,
 ) -> None:
-    """Every rule on every wired template; findings name the job when there are several.
+    """Every rule on every wired template (first in ``subjects``), the unbound ones on every
+    annotated template; findings name the job when there are several (or as ``named`` says).
     ``origin`` names the runtime a TrainJob inherits its wiring from."""
     if binding.warning:
         out.note(binding.warning)
@@ -85,25 +105,29 @@ def judge_subjects(
         if profile is None
         else expected_mapping(profile, subjects[0].wiring, view, policy, out)
     )
-    named = len(subjects) > 1
-    checked: list[tuple[Wiring, tuple[InterfaceRef, ...], VerdictBuilder]] = []
+    if named is None:
+        named = len(subjects) > 1
+    checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder]] = []
     for subject in subjects:
         scoped = out.scoped(f"{subject.job} job: " if named else "")
-        secondaries = _judge_template(subject, expected, out=scoped)
+        # Annotated templates are bound to nothing: no expected mapping, no order warning.
+        bound = expected if subject.wired else None
+        secondaries = _judge_template(subject, bound, out=scoped)
         if secondaries is not None:
-            checked.append((subject.wiring, secondaries, scoped))
-            if profile is None:
+            checked.append((subject, secondaries, scoped))
+            if profile is None and subject.wired:
                 order_warning(subject.wiring, secondaries, view, out, scoped.prefix, origin)
     if not checked:
         return
     # The Network view answers for the whole object: when it cannot, that is said once.
-    networks = network_view(checked[0][0], view, policy, out)
+    networks = network_view(checked[0][0].wiring, view, policy, out)
     if networks is None:
         return
-    for wiring, secondaries, scoped in checked:
+    for subject, secondaries, scoped in checked:
+        wiring = subject.wiring
         network_findings(wiring, secondaries, networks, policy, scoped)
         # Bound (for the recipe's profile: while the recipe delivers), the param sets' modes.
-        if profile is not None and expected is not None:
+        if profile is not None and expected is not None and subject.wired:
             mismatch = device_mode_mismatch(wiring, secondaries, networks, profile)
             if mismatch is not None:
                 scoped.deny(mismatch)

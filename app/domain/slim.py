@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Final
 
-from app.domain.annotation import WIRING_KEYS
+from app.domain.annotation import INTERFACES_ANNOTATION, WIRING_KEYS
 from app.domain.fields import JsonMap, as_list, map_at, value_at
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL
 from app.domain.template import (
@@ -116,9 +116,10 @@ def slim_runtime(runtime: JsonMap) -> JsonMap:
     """The runtime with identity, the binding labels and each job's wiring annotations.
 
     The rules see the same thing as in the whole object (``wired_templates``, with or without
-    the ancestors a TrainJob's patches add; the labels, names): jobs are kept with their name,
-    position, wiring annotations and Trainer's ancestor label; entries without a string name
-    that are not wired become non-map placeholders so positions are unchanged; the
+    the ancestors a TrainJob's patches add; ``job_templates``' annotated ones; the labels,
+    names): jobs are kept with their name, position, wiring annotations and Trainer's ancestor
+    label; entries without a string name that are neither wired nor annotated become non-map
+    placeholders so positions are unchanged; the
     launcher-as-node flag is kept when it is set.
     """
     if isinstance(runtime, SlimRuntime):
@@ -145,17 +146,28 @@ def slim_runtime(runtime: JsonMap) -> JsonMap:
 
 def _kept_jobs(runtime: JsonMap, jobs: Sequence[object]) -> tuple[_Job, ...]:
     # The wired jobs, and every other named one: a TrainJob's patch may label any job as the
-    # trainer ancestor, and Trainer then runs the trainer there with that job's annotations.
+    # trainer ancestor, or annotate it, and Trainer then runs its pods with that job's
+    # annotations. Unnamed ones only when annotated (judged by position, nothing patches them).
     wired = wired_positions(runtime)
     taken = {position for _, position in wired}
-    named = (
+    others = (
         (name, position)
         for position, item in enumerate(jobs)
         if position not in taken
-        for name in (value_at(item, "name"),)
-        if isinstance(name, str)
+        for name in (_other_name(item, position),)
+        if name is not None
     )
-    return tuple(_wired_job(jobs, name, position) for name, position in (*wired, *named))
+    return tuple(_wired_job(jobs, name, position) for name, position in (*wired, *others))
+
+
+def _other_name(job: object, position: int) -> str | None:
+    name = value_at(job, "name")
+    if isinstance(name, str):
+        return name
+    annotations = map_at(job, "template", "spec", "template", "metadata", "annotations")
+    if annotations is not None and INTERFACES_ANNOTATION in annotations:
+        return f"replicatedJobs[{position}]"
+    return None
 
 
 def _wired_job(jobs: Sequence[object], name: str, position: int | None) -> _Job:

@@ -1,17 +1,19 @@
-"""The wired pod templates of a runtime.
+"""The judged pod templates of a runtime: wired ones, and annotated ones beside them.
 
-The ``node`` job's pod template always; the ``launcher`` job's too when an MPI runtime runs its
-launcher as a node (``spec.mlPolicy.mpi.runLauncherAsNode``); and every job labelled as the
-trainer ancestor, the label by which Trainer picks the job that runs the trainer. Caches keep
-only what these read (``app.domain.slim``).
+Wired: the ``node`` job's pod template always; the ``launcher`` job's too when an MPI runtime
+runs its launcher as a node (``spec.mlPolicy.mpi.runLauncherAsNode``); and every job labelled as
+the trainer ancestor, the label by which Trainer picks the job that runs the trainer. Annotated:
+every other job whose pod template carries the interfaces annotation (JobSet runs its pods too).
+Caches keep only what these read (``app.domain.slim``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
+from app.domain.annotation import INTERFACES_ANNOTATION
 from app.domain.fields import FieldPath, as_list, as_map, map_at, value_at
 
 NODE_JOB: Final = "node"
@@ -71,6 +73,43 @@ def wired_templates(
     )
 
 
+class JobTemplates(NamedTuple):
+    """A runtime's wired templates, and the pod template of each of its other jobs (a tuple:
+    built on every judgement, where a dataclass costs more)."""
+
+    wired: tuple[PodTemplate | PodTemplateMissing, ...]
+    others: tuple[PodTemplate, ...]
+    """Every job that is not wired and has a pod template, in list order (a TrainJob's patches
+    may annotate any of them)."""
+
+    @property
+    def annotated(self) -> tuple[PodTemplate, ...]:
+        """The other jobs whose pod template carries the interfaces annotation."""
+        if not self.others:
+            return ()
+        return tuple(t for t in self.others if INTERFACES_ANNOTATION in t.annotations)
+
+
+def job_templates(runtime: object, *, ancestors: Mapping[str, bool] | None = None) -> JobTemplates:
+    """``wired_templates``, and the pod templates of every other job."""
+    jobs, entries = _wired_entries(runtime, ancestors)
+    wired = tuple(
+        [
+            _missing(name) if position is None else _template(name, position, jobs[position])
+            for name, position in entries
+        ]
+    )
+    if len(jobs) == 1 and entries[0][1] == 0:
+        return JobTemplates(wired, ())  # the node job alone, as in AICR's runtimes
+    taken = {position for _, position in entries}
+    others = (
+        _template(_job_name(jobs[position], position), position, jobs[position])
+        for position in range(len(jobs))
+        if position not in taken
+    )
+    return JobTemplates(wired, tuple(t for t in others if isinstance(t, PodTemplate)))
+
+
 def job_template(runtime: object, job_name: str) -> PodTemplate | PodTemplateMissing:
     """The first map entry named ``job_name`` in replicatedJobs (non-map entries are skipped)."""
     jobs = _replicated_jobs(runtime)
@@ -83,17 +122,15 @@ def is_trainer_ancestor(job: object) -> bool:
     return value_at(job, "template", "metadata", "labels", ANCESTOR_LABEL) == TRAINER_ANCESTOR
 
 
-def wired_annotations(runtime: object) -> Iterator[Mapping[str, object]]:
-    """The annotations of each wired job's pod template, node first, where there is one: what
-    ``wired_templates`` finds, without locating it in the object (the audit's index of the
-    Networks a runtime names reads only these)."""
-    jobs, entries = _wired_entries(runtime)
-    for _, position in entries:
-        pod_template = (
-            None if position is None else map_at(jobs[position], "template", "spec", "template")
-        )
-        if pod_template is not None:
-            yield map_at(pod_template, "metadata", "annotations") or {}
+def interfaces_annotations(runtime: object) -> Iterator[Mapping[str, object]]:
+    """The pod annotations of every job, in list order, that carry the interfaces annotation:
+    those of the wired and the annotated templates that name Networks, without locating them
+    in the object (the audit's index of the Networks a runtime names, and NetworkInUse, read
+    only these)."""
+    for job in _replicated_jobs(runtime):
+        annotations = map_at(job, "template", "spec", "template", "metadata", "annotations")
+        if annotations is not None and INTERFACES_ANNOTATION in annotations:
+            yield annotations
 
 
 def wired_positions(runtime: object) -> tuple[tuple[str, int | None], ...]:
@@ -129,12 +166,16 @@ def _wired_entries(
         name = value_at(item, "name")
         relabelled = ancestors.get(name) if ancestors and isinstance(name, str) else None
         if is_trainer_ancestor(item) if relabelled is None else relabelled:
-            labelled.append(
-                (name if isinstance(name, str) else f"replicatedJobs[{position}]", position)
-            )
+            labelled.append((_job_name(item, position), position))
     if labelled and entries[0][1] is None:
         del entries[0]  # no node job: the labelled ones run the trainer
     return jobs, (*entries, *labelled)
+
+
+def _job_name(job: object, position: int) -> str:
+    """A job's name, or its position when it has none (files may hold such entries)."""
+    name = value_at(job, "name")
+    return name if isinstance(name, str) else f"replicatedJobs[{position}]"
 
 
 def _replicated_jobs(runtime: object) -> Sequence[object]:

@@ -1,6 +1,6 @@
-"""Judging a TrainJob: its runtime's wired templates (from the view) overlaid by its own patches,
-directives of Trainer's merge refused, and each violation it inherits unchanged blamed on the
-runtime, the object to fix (docs/rules.md)."""
+"""Judging a TrainJob: its runtime's wired and annotated templates (from the view) overlaid by
+its own patches, directives of Trainer's merge refused, and each violation it inherits unchanged
+blamed on the runtime, the object to fix (docs/rules.md)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from app.domain.template import (
     NODE_JOB,
     PodTemplate,
     PodTemplateMissing,
-    wired_templates,
+    job_templates,
 )
 from app.domain.verdict import Code, VerdictBuilder, shown
-from app.domain.wiring import patched_ancestors, trainjob_wiring
+from app.domain.wiring import patched_ancestors, patched_jobs, trainjob_wiring
 
 _RUNTIME_REF = "spec.runtimeRef"
 # What a TrainJob inherits unchanged is blamed on its runtime, except what is about the cluster
@@ -43,8 +43,8 @@ _NOT_ATTRIBUTED: Final = frozenset(
 
 
 def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Policy) -> Evaluation:
-    """Judge a TrainJob on its runtime's wired templates overlaid by its own patches; never
-    raises."""
+    """Judge a TrainJob on its runtime's wired and annotated templates overlaid by its own
+    patches; never raises."""
     out = VerdictBuilder()
     ref = runtime_ref_of(obj)
     fingerprint: tuple[object, ...] = (ref,)
@@ -56,9 +56,10 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     runtime = view.runtime(runtime_kind, namespace, ref.name)
     if isinstance(runtime, Unverifiable):
         # The TrainJob's own patches still count: an UPDATE that changes them changes the wiring.
+        jobs = dict.fromkeys((NODE_JOB, LAUNCHER_JOB, *patched_jobs(obj)))
         fingerprint = (
             ref,
-            *(trainjob_wiring(obj, None, job).fingerprint() for job in (NODE_JOB, LAUNCHER_JOB)),
+            *((job, *trainjob_wiring(obj, None, job).fingerprint()) for job in jobs),
         )
         cannot_decide(
             out,
@@ -70,20 +71,32 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     if runtime is None:
         out.note(f"runtime {shown(ref.describe())} not found; wiring not checked")
         return Evaluation(out.build(), fingerprint)
+    templates = job_templates(runtime, ancestors=patched_ancestors(obj))
     subjects = tuple(
-        Subject(t.job, trainjob_wiring(obj, t, t.job))
-        if isinstance(t, PodTemplate)
-        else Subject(
-            t.job,
-            trainjob_wiring(obj, None, t.job),
-            PodTemplateMissing(
-                f"runtime {shown(ref.describe())}: {t.reason}", FieldPath(_RUNTIME_REF), t.job
-            ),
-        )
-        for t in wired_templates(runtime, ancestors=patched_ancestors(obj))
+        [
+            Subject(t.job, trainjob_wiring(obj, t, t.job))
+            if isinstance(t, PodTemplate)
+            else Subject(
+                t.job,
+                trainjob_wiring(obj, None, t.job),
+                PodTemplateMissing(
+                    f"runtime {shown(ref.describe())}: {t.reason}", FieldPath(_RUNTIME_REF), t.job
+                ),
+            )
+            for t in templates.wired
+        ]
     )
-    # Directives of Trainer's merge that can reach a wired template: refused, whatever binds it
-    # (its effect on the wiring is not computed, so nothing judged below is what would run).
+    if templates.others:
+        # Any other job is annotated when its effective pod annotations carry the interfaces
+        # annotation: the runtime's, or what the TrainJob's own patches add.
+        subjects += tuple(
+            Subject(t.job, wiring, wired=False)
+            for t in templates.others
+            for wiring in (trainjob_wiring(obj, t, t.job),)
+            if wiring.wired
+        )
+    # Directives of Trainer's merge that can reach a judged template: refused, whatever binds
+    # it (its effect on the wiring is not computed, so nothing judged below is what would run).
     directives = patch_directives(obj, {s.job for s in subjects})
     for directive in directives:
         out.deny(directive_violation(directive))
@@ -91,13 +104,19 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     binding = binding_of(runtime_kind, runtime, policy)
     scope = f"{namespace}/" if runtime_kind.namespaced else ""
     origin = shown(f"{runtime_kind.value}/{scope}{ref.name}")
-    judge_subjects(subjects, binding=binding, view=view, policy=policy, out=out, origin=origin)
-    _attribute(out, origin, lambda: judge_runtime(runtime_kind, runtime, view, policy))
+    # Messages name the job as the runtime's own verdict does, so inherited ones compare.
+    by_job = len(subjects) > 1
+    judge_subjects(
+        subjects, binding=binding, view=view, policy=policy, out=out, origin=origin, named=by_job
+    )
+    _attribute(
+        out, origin, lambda: judge_runtime(runtime_kind, runtime, view, policy, named=by_job)
+    )
     return Evaluation(
         out.build(),
         (
             ref,
-            *(s.wiring.fingerprint() for s in subjects),
+            *((s.job, *s.wiring.fingerprint()) for s in subjects),
             tuple(d.fingerprint() for d in directives),
         ),
     )

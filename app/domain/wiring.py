@@ -147,6 +147,23 @@ def _named(job: object, name: str) -> bool:
     return mapping is not None and mapping.get("name") == name
 
 
+def patched_jobs(trainjob: object) -> tuple[str, ...]:
+    """The name of every job a TrainJob's patches name, each once, in order."""
+    names: dict[str, None] = {}
+    for patch in as_list(value_at(trainjob, "spec", "runtimePatches")) or ():
+        jobs = as_list(value_at(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs"))
+        for job in jobs or ():
+            name = value_at(job, "name")
+            if isinstance(name, str):
+                names[name] = None
+    for override in as_list(value_at(trainjob, "spec", "podTemplateOverrides")) or ():
+        for target in as_list(value_at(override, "targetJobs")) or ():
+            name = value_at(target, "name")
+            if isinstance(name, str):
+                names[name] = None
+    return tuple(names)
+
+
 def patched_ancestors(trainjob: object) -> dict[str, bool]:
     """Each job whose trainer-ancestor label a TrainJob's ``runtimePatches`` set, and whether
     it then names the trainer, the last value winning: Trainer reads the label after merging

@@ -99,6 +99,23 @@ def test_a_waived_finding_warns_and_one_namespace_exits_by_its_own_results(
     assert out.rstrip().endswith("1 audited, 0 pass, 1 warn, 0 fail")
 
 
+def test_an_annotated_job_fails_its_runtime(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``examples/objects/annotated-evaluator-runtime.yaml`` in the state: its evaluator job,
+    which no rule binds, names a Network the state lacks."""
+    example = (ROOT / "examples/objects/annotated-evaluator-runtime.yaml").read_text()
+    (state / "evaluator.yaml").write_text(example)
+    code, out, _ = audit(capsys, "--state", str(state), "--namespace", "team-a")
+    assert code == 1
+    block = next(b for b in out.split("\n\n") if "torch-tcpxo-eval" in b).splitlines()
+    assert block[0] == "FAIL TrainingRuntime team-a/torch-tcpxo-eval"
+    assert block[1].startswith(
+        "  [NetworkNotFound] evaluator job: no Network object exists for eth1->does-not-exist"
+    )
+    assert block[2].startswith("      at spec.template.spec.replicatedJobs[1].template")
+
+
 def test_one_namespace_judges_only_its_training_runtimes(
     state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

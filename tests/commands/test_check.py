@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.builders import INTERFACES, annotation, runtime_patch, trainjob
 from tests.support.paths import UPSTREAM
 from tests.test_cli import ROOT, STATE, nicguard
 
@@ -85,6 +86,12 @@ def test_json_output_has_the_spec_shape() -> None:
             {"MappingDivergesFromRecipe"},
             id="mpi launcher drifted",
         ),
+        pytest.param(
+            STATE,
+            ["examples/objects/annotated-evaluator-runtime.yaml"],
+            {"NetworkNotFound"},
+            id="annotated evaluator",
+        ),
     ],
 )
 def test_every_example_produces_its_codes(state: str, files: list[str], codes: set[str]) -> None:
@@ -92,6 +99,33 @@ def test_every_example_produces_its_codes(state: str, files: list[str], codes: s
     assert run.returncode == 1
     found = {v["code"] for r in json.loads(run.stdout)["results"] for v in r["violations"]}
     assert found == codes
+
+
+def test_an_annotated_job_is_named_in_the_message_and_the_field() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/annotated-evaluator-runtime.yaml")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[:3] == [
+        "DENIED  TrainingRuntime team-a/torch-tcpxo-eval",
+        "  [NetworkNotFound] evaluator job: no Network object exists for eth1->does-not-exist "
+        "(cluster has: gpu-nic-0, gpu-nic-1, gpu-nic-2, gpu-nic-3, gpu-nic-4, gpu-nic-5, "
+        "gpu-nic-6, gpu-nic-7, gpu-nic-spare)",
+        "      at spec.template.spec.replicatedJobs[1].template.spec.template.metadata"
+        ".annotations[networking.gke.io/interfaces][1].network",
+    ]
+
+
+def test_a_trainjob_patch_to_an_annotated_job_is_judged(tmp_path: Path) -> None:
+    """The TrainJob's own patch repairs the evaluator's Network: allowed."""
+    repaired = {INTERFACES: annotation([("eth1", "gpu-nic-0")])}
+    job = trainjob("torch-tcpxo-eval", namespace="team-a")
+    job["spec"] = {
+        "runtimeRef": {"name": "torch-tcpxo-eval", "kind": "TrainingRuntime"},
+        "runtimePatches": [runtime_patch(repaired, "evaluator")],
+    }
+    (tmp_path / "trainjob.yaml").write_text(yaml.safe_dump(job))
+    runtime = "examples/objects/annotated-evaluator-runtime.yaml"
+    run = nicguard("check", "--state", STATE, runtime, str(tmp_path / "trainjob.yaml"))
+    assert "ALLOWED TrainJob team-a/job" in run.stdout, run.stdout + run.stderr
 
 
 def _as_raw_list(source: str, kind: str) -> dict[str, object]:

@@ -52,6 +52,8 @@ class Effective:
     jobs: tuple[str, ...]
     unwired: tuple[str, ...]
     error: str | None
+    annotated: tuple[WiredJob, ...] = ()
+    """Every other job after the merge whose pod annotations carry the interfaces key."""
 
 
 def oracle_path() -> str:
@@ -124,6 +126,7 @@ class Oracle:
             jobs=tuple(str(name) for name in _list(answer.get("jobs"))),
             unwired=tuple(str(name) for name in _list(answer.get("unwired"))),
             error=None if error is None else str(error),
+            annotated=_jobs(answer.get("annotated")),
         )
 
     def close(self) -> None:

@@ -13,12 +13,13 @@ v0.34.1 that v2.1.0 pins as in v0.36.2). The property, for each case:
 
 - nicguard denies the TrainJob, or
 - Trainer cannot build it (the merge fails: nothing runs), or
-- the wiring nicguard judged (``wired_templates`` with the jobs the patches label, and
+- the wiring nicguard judged (``job_templates`` with the jobs the patches label, and
   ``trainjob_wiring``) equals the oracle's for
-  every job Trainer wires (nicguard may judge more: a job whose ancestor label a patch's labels
-  directive removes is still judged, which is stricter), and nicguard allows a runtime whose
-  wired templates carry exactly the oracle's effective annotations and labels. Allowing what the
-  oracle's wiring would deny is a fail-open.
+  every job Trainer wires and every other job whose merged pod annotations carry the interfaces
+  annotation (an annotated job: JobSet runs its pods too; nicguard may judge more: a job whose
+  ancestor label a patch's labels directive removes is still judged, which is stricter), and
+  nicguard allows a runtime whose wired and annotated templates carry exactly the oracle's
+  effective annotations and labels. Allowing what the oracle's wiring would deny is a fail-open.
 
 The runtime on its own is held to the same property. Nulls: the apiserver prunes null map values
 before admission (and Trainer decodes into ``map[string]string``), so the oracle is fed the objects
@@ -52,7 +53,7 @@ from app.domain.cluster import ClusterView
 from app.domain.evaluate import evaluate
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
-from app.domain.template import PodTemplate, wired_jobs, wired_templates
+from app.domain.template import PodTemplate, job_templates, wired_jobs, wired_templates
 from app.domain.verdict import Code, Verdict
 from app.domain.wiring import patched_ancestors, template_wiring, trainjob_wiring
 from tests.builders import DEFAULT_INTERFACE, INTERFACES, review, snapshot
@@ -94,14 +95,21 @@ def _judged_runtime_wiring(runtime: object) -> Wiring:
 
 
 def _judged_trainjob_wiring(view: ClusterView, trainjob: Mapping[str, object], name: str) -> Wiring:
-    """The wiring nicguard judges for ``trainjob``, from the runtime as its view holds it."""
+    """The wiring nicguard judges for ``trainjob``, from the runtime as its view holds it: its
+    wired templates, and every other job its effective annotations make annotated."""
     runtime = view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "team", name)
     assert isinstance(runtime, Mapping)
-    return {
+    templates = job_templates(runtime, ancestors=patched_ancestors(trainjob))
+    judged = {
         t.job: trainjob_wiring(trainjob, t, t.job).fingerprint()
-        for t in wired_templates(runtime, ancestors=patched_ancestors(trainjob))
+        for t in templates.wired
         if isinstance(t, PodTemplate)
     }
+    for t in templates.others:
+        wiring = trainjob_wiring(trainjob, t, t.job)
+        if wiring.wired:
+            judged[t.job] = wiring.fingerprint()
+    return judged
 
 
 def _carrying(runtime: Mapping[str, object], wired: tuple[WiredJob, ...]) -> dict[str, object]:
@@ -205,6 +213,27 @@ def _labelled_by_patches(trainjob: Mapping[str, object]) -> set[str]:
     }
 
 
+def _annotated(runtime: Mapping[str, object], trainjob: Mapping[str, object]) -> set[str]:
+    """The jobs whose pod annotations carry the interfaces key in the runtime or a patch."""
+
+    def carries(job: object, *path: str) -> bool:
+        found: object = job
+        for step in path:
+            found = found.get(step) if isinstance(found, dict) else None
+        return isinstance(found, dict) and INTERFACES in found
+
+    names = {str(job.get("name")) for job in _jobs(runtime) if carries(job, *_TO_ANNOTATIONS)}
+    spec = trainjob["spec"]
+    assert isinstance(spec, dict)
+    for patch in spec.get("runtimePatches") or ():
+        jobs = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        names |= {str(job.get("name")) for job in jobs if carries(job, *_TO_ANNOTATIONS)}
+    for override in spec.get("podTemplateOverrides") or ():
+        if carries(override, "metadata", "annotations"):
+            names |= {str(t.get("name")) for t in override.get("targetJobs") or ()}
+    return names
+
+
 def _refusals_on_the_path(
     verdict: Verdict,
     runtime: Mapping[str, object],
@@ -219,6 +248,9 @@ def _refusals_on_the_path(
     # labels as the trainer when the merge fails (the oracle then wires nothing).
     wired = {job.name for job in (*answer.runtime, *answer.effective)} | set(wired_jobs(runtime))
     wired |= _labelled_by_patches(trainjob)
+    # Annotated jobs (docs/rules.md): the runtime's, Trainer's after the merge, and those a
+    # patch or override gives the interfaces annotation.
+    wired |= {job.name for job in answer.annotated} | _annotated(runtime, trainjob)
     found = list(_directives(trainjob))
     on_path = [path for path in found if _on_wired_path(path, trainjob, wired)]
     refused = any(v.code is Code.PATCH_DIRECTIVE_UNSUPPORTED for v in verdict.violations)
@@ -253,12 +285,12 @@ def _check(
         return
     name = str(trainjob["spec"]["runtimeRef"]["name"])  # type: ignore[index]
     ours = _judged_trainjob_wiring(view, trainjob, name)
-    theirs = _oracle_wiring(answer.effective, runtime)
+    theirs = _oracle_wiring((*answer.effective, *answer.annotated), runtime)
     # A job the patches append (a name the runtime lacks) has no container image, so no pod of
     # it runs, and no runtime carries it: only the runtime's jobs are compared then.
     appended = set(answer.jobs) - {job["name"] for job in _jobs(runtime)}
     if not appended:
-        built = _carrying(runtime, answer.effective)
+        built = _carrying(runtime, (*answer.effective, *answer.annotated))
         on_theirs = evaluate(review(built), snapshot(), POLICY)
         assert on_theirs.allowed, _explain(
             "FAIL-OPEN: nicguard allows the TrainJob, Trainer's wiring is denied",
@@ -273,6 +305,8 @@ def _check(
         seen["allowed, the patches append a job"] += 1
         return
     seen["allowed, same wiring"] += 1
+    if answer.annotated:
+        seen["allowed, an annotated job judged alike"] += 1
     if answer.unwired:
         seen["allowed, the patch unwires a job"] += 1
 
@@ -296,3 +330,4 @@ def test_nicguard_judges_the_wiring_trainer_builds(oracle: Oracle, trainer: str,
     assert seen["allowed, same wiring"] >= count // 10, seen
     assert seen["nicguard denies"] >= count // 10, seen
     assert seen["directives only elsewhere, not refused"] >= count // 50, seen
+    assert seen["allowed, an annotated job judged alike"] >= count // 50, seen

@@ -374,17 +374,29 @@ def test_judge_is_a_create_so_nothing_is_grandfathered() -> None:
                 node=wired(pairs_for(["net-b"])),
                 launcher_as_node=False,
             ),
-            {"default", "net-b"},
-            id="launcher-not-a-node",
+            {"default", "net-a", "net-b"},
+            id="launcher-not-a-node-is-annotated",
         ),
         pytest.param(
             runtime("a", jobs=[node_job(wired(pairs_for(["net-b"])), name="trainer")]),
-            set(),
-            id="no-node-job",
+            {"default", "net-b"},
+            id="no-node-job-annotated-trainer",
+        ),
+        pytest.param(
+            runtime(
+                "a",
+                jobs=[
+                    node_job(wired(pairs_for(["net-a"]))),
+                    node_job(wired(pairs_for(["net-c"])), name="evaluator"),
+                    node_job({"note": "x"}, name="data"),
+                ],
+            ),
+            {"default", "net-a", "net-c"},
+            id="annotated-evaluator",
         ),
     ],
 )
-def test_named_networks_are_those_the_wired_templates_name(
+def test_named_networks_are_those_the_wired_and_annotated_templates_name(
     obj: JsonMap, expected: set[str]
 ) -> None:
     assert named_networks(obj) == tuple(sorted(set(expected)))
@@ -508,6 +520,26 @@ def test_a_network_flip_rejudges_only_the_runtimes_naming_it(
     assert book.results == Counter({Result.PASS: 5 - len(keys), result: len(keys)})
     failing = len(keys) if result is Result.FAIL else 0
     assert book.failing_codes == Counter({Code.NETWORK_NOT_READY: failing})
+
+
+def test_a_network_an_annotated_job_names_rejudges_its_runtime() -> None:
+    """The evaluator, not the wired node, names net-c: its NotReady fails the runtime, and the
+    audit (cache slims the runtime) finds it from the Network's change alone."""
+    evaluating = runtime(
+        "eval",
+        jobs=[
+            node_job(wired(pairs_for(["net-a"]))),
+            node_job(wired(pairs_for(["net-c"])), name="evaluator"),
+        ],
+    )
+    book = primed(cluster(evaluating))
+    view = cluster(evaluating, down=["net-c"])
+    change = Change(networks=frozenset({"net-c"}))
+    assert book.affected(change, runtimes_of(view)) == {ctr("eval")}
+    (transition,) = applied(book, change, view)
+    assert transition.after is not None
+    assert transition.after.codes == (Code.NETWORK_NOT_READY,)
+    assert transition.after.findings[0].message.startswith("evaluator job: ")
 
 
 def test_a_network_change_leaves_runtimes_naming_other_networks_as_they_stood() -> None:

@@ -13,7 +13,7 @@ from app.domain.template import (
     ANCESTOR_LABEL,
     PodTemplate,
     PodTemplateMissing,
-    wired_annotations,
+    interfaces_annotations,
     wired_jobs,
     wired_templates,
 )
@@ -115,7 +115,7 @@ def test_every_labelled_job_is_a_wired_template_after_node(
     # The cache's slim copy keeps what these read: same templates, same annotations.
     slim = slim_runtime(obj)
     assert wired_templates(slim) == found
-    assert list(wired_annotations(slim)) == list(wired_annotations(obj))
+    assert list(interfaces_annotations(slim)) == list(interfaces_annotations(obj))
 
 
 def test_a_labelled_job_without_a_pod_template_is_missing_it() -> None:

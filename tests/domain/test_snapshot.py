@@ -22,6 +22,7 @@ from tests.builders import (
     bare,
     codes,
     copy_of,
+    node_job,
     runtime,
     snapshot,
     wired,
@@ -261,3 +262,15 @@ def test_a_warning_not_led_by_a_code_names_the_copy_first() -> None:
         "ConfigMap team/job-runtime-snapshot (runtime snapshot of TrainJob team/job: "
         "ClusterTrainingRuntime custom): label nicguard.dev/profile: nope names no known profile"
     )
+
+
+def test_a_copy_whose_annotated_job_names_a_missing_network_is_refused() -> None:
+    """Trainer builds the evaluator's pods from the copy too: the rules that need no binding
+    judge it there as in the runtime."""
+    evaluator = node_job(wired([("eth1", "does-not-exist")]), name="evaluator")
+    tampered = runtime(jobs=[node_job(wired()), evaluator])
+    verdict = judged(copy_of(bare(tampered)))
+    assert codes(verdict) == ("NetworkNotFound",)
+    (violation,) = verdict.violations
+    assert violation.message.startswith(f"{LEAD}: evaluator job: no Network object exists")
+    assert violation.field.startswith("data.runtime: spec.template.spec.replicatedJobs[1].")

@@ -10,9 +10,9 @@ from app.domain.template import (
     NODE_JOB,
     PodTemplate,
     PodTemplateMissing,
+    interfaces_annotations,
     job_template,
-    wired_annotations,
-    wired_templates,
+    job_templates,
 )
 from tests.builders import INTERFACES, mpi_runtime, node_job, runtime
 
@@ -124,28 +124,51 @@ def test_annotation_paths_are_keyed_under_the_pod_template_metadata() -> None:
     )
 
 
+def _wired_job(name: str, note: str) -> dict[str, object]:
+    return node_job({INTERFACES: note, "note": note}) | {"name": name}
+
+
+_UNNAMED = {"template": node_job({INTERFACES: "unnamed"})["template"]}
 _WIRED_SHAPES = [
     pytest.param(runtime(annotations={INTERFACES: "[]", "note": "n"}), id="node"),
-    pytest.param(runtime(jobs=["x", None, _job("launcher", "l"), _job("node", "n")]), id="skips"),
-    pytest.param(runtime(jobs=[_job("node", "first"), _job("node", "second")]), id="first-wins"),
+    pytest.param(
+        runtime(jobs=["x", None, _wired_job("launcher", "l"), _wired_job("node", "n")]),
+        id="skips",
+    ),
+    pytest.param(
+        runtime(jobs=[_wired_job("node", "first"), _wired_job("node", "second")]),
+        id="first-wins",
+    ),
     pytest.param(runtime(jobs=[{"name": "node"}, node_job()]), id="first-without-template"),
-    pytest.param(runtime(jobs=[_job("launcher", "l")]), id="no-node-job"),
+    pytest.param(runtime(jobs=[_wired_job("launcher", "l")]), id="no-node-job"),
     pytest.param({"spec": {"template": {"spec": {"replicatedJobs": {}}}}}, id="not-a-list"),
     pytest.param({}, id="no-spec"),
-    pytest.param(mpi_runtime(launcher={"a": "l"}, node={"a": "n"}), id="launcher-as-node"),
-    pytest.param(mpi_runtime(node={"a": "n"}, launcher_as_node=False), id="launcher-not-a-node"),
+    pytest.param(mpi_runtime(launcher={"a": "l"}, node={INTERFACES: "n"}), id="launcher-as-node"),
+    pytest.param(
+        mpi_runtime(node={"a": "n"}, launcher={INTERFACES: "l"}, launcher_as_node=False),
+        id="launcher-not-a-node-annotated",
+    ),
     pytest.param(mpi_runtime(launcher=None, node={"a": "n"}), id="launcher-unannotated"),
+    pytest.param(
+        runtime(jobs=[node_job(), _wired_job("evaluator", "e"), {"name": "x"}, _UNNAMED]),
+        id="annotated-named-and-unnamed",
+    ),
 ]
 
 
 @pytest.mark.parametrize("obj", _WIRED_SHAPES)
-def test_wired_annotations_are_the_annotations_of_the_templates_wired_templates_finds(
+def test_interfaces_annotations_are_those_of_the_wired_and_annotated_templates(
     obj: dict[str, object],
 ) -> None:
-    found = [t.annotations for t in wired_templates(obj) if isinstance(t, PodTemplate)]
-    assert list(wired_annotations(obj)) == found
-    # A cached runtime yields its wiring annotations, as wired_templates sees them there too.
-    slim = slim_runtime(obj)
-    assert list(wired_annotations(slim)) == [
-        t.annotations for t in wired_templates(slim) if isinstance(t, PodTemplate)
-    ]
+    def judged(found: object) -> list[object]:
+        templates = job_templates(found)
+        carrying = [
+            t
+            for t in (*templates.wired, *templates.annotated)
+            if isinstance(t, PodTemplate) and INTERFACES in t.annotations
+        ]
+        return [t.annotations for t in sorted(carrying, key=lambda t: str(t.path))]
+
+    assert list(interfaces_annotations(obj)) == judged(obj)
+    # A cached runtime yields its wiring annotations, as job_templates sees them there too.
+    assert list(interfaces_annotations(slim_runtime(obj))) == judged(slim_runtime(obj))

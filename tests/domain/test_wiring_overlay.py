@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.template import NODE_JOB, PodTemplate, job_template
-from app.domain.wiring import Wiring, trainjob_wiring
+from app.domain.wiring import Wiring, patched_jobs, trainjob_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
     INTERFACES,
@@ -138,3 +138,40 @@ def test_inherited_values_point_at_the_runtime_ref() -> None:
     assert wiring.interfaces is not None
     assert wiring.interfaces.inherited
     assert wiring.entry_path(1, "network") == "spec.runtimeRef"
+
+
+@pytest.mark.parametrize(
+    ("job", "names"),
+    [
+        pytest.param(trainjob(), (), id="no-patches"),
+        pytest.param(
+            trainjob(
+                patches=[{"a": "1"}],
+                overrides=[
+                    override({"a": "2"}, "evaluator", "node"),
+                    {"targetJobs": [{"name": 7}, "x"], "metadata": {}},
+                    {"targetJobs": "not-a-list"},
+                ],
+            ),
+            ("node", "evaluator"),
+            id="each-once-in-order",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "runtimePatches": [
+                        runtime_patch({}, "evaluator"),
+                        {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{}]}}}},
+                        {"trainingRuntimeSpec": None},
+                    ]
+                }
+            },
+            ("evaluator",),
+            id="unnamed-and-empty-patches-name-none",
+        ),
+    ],
+)
+def test_patched_jobs_are_every_job_a_patch_names(
+    job: dict[str, object], names: tuple[str, ...]
+) -> None:
+    assert patched_jobs(job) == names

@@ -76,7 +76,10 @@ type effectiveAnswer struct {
 	// annotation the patches remove.
 	Removed []string `json:"removed"`
 	Unwired []string `json:"unwired"`
-	Error   string   `json:"error,omitempty"`
+	// Annotated: every other replicatedJob after the patches whose pod annotations carry the
+	// interfaces annotation (JobSet runs its pods too).
+	Annotated []wiredJob `json:"annotated"`
+	Error     string     `json:"error,omitempty"`
 }
 
 type errorAnswer struct {
@@ -216,8 +219,15 @@ func effective(req request) effectiveAnswer {
 	}
 	found.Effective = wiredJobs(template.Spec, launcherAsNode)
 	found.Jobs = []string{}
-	for _, job := range template.Spec.ReplicatedJobs {
+	found.Annotated = []wiredJob{}
+	for i, job := range template.Spec.ReplicatedJobs {
 		found.Jobs = append(found.Jobs, job.Name)
+		annotations := job.Template.Spec.Template.Annotations
+		_, carries := annotations[interfacesAnnotation]
+		wired := slices.ContainsFunc(found.Effective, func(w wiredJob) bool { return w.Index == i })
+		if carries && !wired {
+			found.Annotated = append(found.Annotated, wiredJob{job.Name, i, []string{"annotation"}, annotations})
+		}
 	}
 	found.Removed, found.Unwired = []string{}, []string{}
 	for _, before := range found.Runtime {

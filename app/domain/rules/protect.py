@@ -12,7 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from app.domain.annotation import AnnotationSyntaxError, InterfaceRef, parse_interfaces
+from app.domain.annotation import (
+    INTERFACES_ANNOTATION,
+    AnnotationSyntaxError,
+    InterfaceRef,
+    parse_interfaces,
+)
 from app.domain.cluster import ClusterView, Networks, RuntimeKey, Unverifiable
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
@@ -20,9 +25,8 @@ from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
 from app.domain.rules.binding import recipe_candidate
-from app.domain.template import PodTemplate, wired_templates
+from app.domain.template import interfaces_annotations
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
-from app.domain.wiring import template_wiring
 
 LISTED_MAX: Final = 10
 """Dependents a message names; the rest are counted."""
@@ -279,12 +283,10 @@ def _recipe_and_runtimes(
 
 
 def _secondaries(runtime: JsonMap) -> Iterable[tuple[InterfaceRef, ...]]:
-    """The secondary entries of each wired template whose annotation parses."""
-    for template in wired_templates(runtime):
-        if not isinstance(template, PodTemplate):
-            continue
-        wiring = template_wiring(template)
-        value = None if wiring.interfaces is None else wiring.interfaces.value
+    """The secondary entries of each wired or annotated template whose annotation parses: an
+    evaluator's pods lose their interfaces with the Network as the trainer's do."""
+    for carried in interfaces_annotations(runtime):
+        value = carried[INTERFACES_ANNOTATION]
         if not isinstance(value, str):
             continue
         try:

@@ -28,6 +28,7 @@ from tests.builders import (
     entries,
     mpi_runtime,
     network,
+    node_job,
     plain_recipe,
     recipe_result,
     runtime,
@@ -114,6 +115,19 @@ def test_a_launcher_wired_as_a_node_is_a_dependent_too() -> None:
     view = snapshot(mpi, no_recipe=True, networks=[*GPU_NICS, "only-launcher"])
     verdict = evaluate(_delete(Protected.NETWORK, "only-launcher"), view, Policy())
     assert [m for _, m in verdict.violations[0].causes] == ["ClusterTrainingRuntime mpi (eth1)"]
+
+
+def test_an_annotated_job_is_a_dependent_too() -> None:
+    """An evaluator's pods lose their interface with the Network as the trainer's would, and
+    the runtime, re-applied, would be refused (NetworkNotFound): deleting it is refused."""
+    evaluator = node_job(wired([("eth2", "only-eval")]), name="evaluator")
+    unnamed = {"template": node_job(wired([("eth3", "only-eval")]))["template"]}
+    tr = runtime("eval", kind=Kind.TRAINING_RUNTIME, jobs=[node_job(), evaluator, unnamed])
+    view = snapshot(tr, no_recipe=True, networks=[*GPU_NICS, "only-eval"])
+    verdict = evaluate(_delete(Protected.NETWORK, "only-eval"), view, Policy())
+    assert [m for _, m in verdict.violations[0].causes] == [
+        "TrainingRuntime team/eval (eth2, eth3)"
+    ]
 
 
 @pytest.mark.parametrize(
