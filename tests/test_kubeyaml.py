@@ -196,6 +196,10 @@ DOCUMENTS = [
     ("a: 'x\r'", [{"a": "x "}]),  # the last line keeps its \r: a space when folded
     ('{"a": 1.0} {"b": [1e2, 0.5]}\nnull\n{}', [{"a": 1}, {"b": [100, 0.5]}, {}]),
     ('  \n\t{"a": {"a": 1, "a": 2}}', [{"a": {"a": 2}}]),
+    # Not JSON after at most one value: kubectl reads the rest as YAML.
+    ('{"a": 1}\n{"b": NaN}', [{"a": 1}, {"b": "NaN"}]),
+    ('{"a": 1}  \n---\n{"b": y}', [{"a": 1}, {"b": True}]),
+    ("{a: 1}", [{"a": 1}]),
 ]
 
 
@@ -211,10 +215,11 @@ def test_documents_split_as_kubectl_splits_them(text: str, expected: list[object
         ("a: 1\n----\n", "invalid Yaml document separator: -"),
         ("a: 1\n---\nb: !!str x\n", "document 2: the tag `!!str` at line 3, column 4"),
         ("a: 1\n---\nb: [\n", "document 2: "),
-        ('{"a": 1}\n{"b": NaN}', "document 2: not JSON, though the file starts with '{'"),
+        ('{"a": 1}{"b": 2}\n{"c": NaN}', "document 3: not JSON, though the file starts with '{'"),
         ('{"a": 1e999}', "does not fit 64 bits"),
+        ('{"a": 1}\n--- x', "invalid Yaml document separator: x at line 2"),
+        ('{"a":' * 5000, "document 1: JSON nested too deeply"),
         ('{"a": 9223372036854775808}', "does not fit 64 bits"),
-        ("{a: 1}", "document 1: not JSON"),
     ],
 )
 def test_documents_refused_naming_the_document(text: str, message: str) -> None:
