@@ -26,8 +26,9 @@ __all__ = [
 ]
 
 # A runtime snapshot (data.runtime, at most 256 KiB): Trainer's copies of real runtimes hold a few
-# hundred nodes; these bound the worst accepted text to well under 50 ms of CPU.
-SNAPSHOT_LIMITS: Final = Limits(nodes=10_000, decodes=20_000, depth=64)
+# hundred nodes (370 for torch-distributed-tcpxo); these bound the worst accepted text to well
+# under 50 ms of CPU (RELIABILITY.md).
+SNAPSHOT_LIMITS: Final = Limits(nodes=5_000, decodes=10_000, depth=64)
 # One document of a file ``nicguard check`` or file-mode ``serve`` reads: an operator's, and a
 # state's ``kind: List`` may hold 100,000 objects. goyaml.v2's own aliasing bound still applies.
 FILE_LIMITS: Final = Limits(nodes=100_000_000, decodes=200_000_000, depth=100)
