@@ -25,6 +25,7 @@ _MEMORY_BOUND_MIB: Final = 16.0
 def _measure(text: str) -> tuple[float, float, str]:
     configmap = {"metadata": {"name": "j-runtime-snapshot"}, "data": {"runtime": text}}
     best = float("inf")
+    found = read_snapshot(configmap, "j", load_snapshot_yaml)
     for _ in range(_RUNS):
         started = time.process_time()
         found = read_snapshot(configmap, "j", load_snapshot_yaml)
@@ -37,19 +38,22 @@ def _measure(text: str) -> tuple[float, float, str]:
     return best * 1000, peak / 2**20, outcome
 
 
+def _say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
 def main() -> int:
-    worst = 0.0
-    print(f"{'input':40} {'bytes':>8} {'CPU ms':>7} {'MiB':>6}  outcome")
+    worst, over_memory = 0.0, False
+    _say(f"{'input':40} {'bytes':>8} {'CPU ms':>7} {'MiB':>6}  outcome")
     for table in (worst_accepted(), refused_for_cost()):
         for name, text in table.items():
             cpu, mib, outcome = _measure(text)
             worst = max(worst, cpu)
             size = len(text.encode())
-            print(f"{name:40} {size:8d} {cpu:7.1f} {mib:6.2f}  {outcome}")
-            if mib > _MEMORY_BOUND_MIB:
-                print(f"  over {_MEMORY_BOUND_MIB} MiB", file=sys.stderr)
-    print(f"worst CPU: {worst:.1f} ms (bound {_CPU_BOUND_MS:.0f} ms)")
-    return 0 if worst <= _CPU_BOUND_MS else 1
+            _say(f"{name:40} {size:8d} {cpu:7.1f} {mib:6.2f}  {outcome}")
+            over_memory = over_memory or mib > _MEMORY_BOUND_MIB
+    _say(f"worst CPU: {worst:.1f} ms (bound {_CPU_BOUND_MS:.0f} ms)")
+    return 0 if worst <= _CPU_BOUND_MS and not over_memory else 1
 
 
 if __name__ == "__main__":
