@@ -18,6 +18,7 @@ from app.kubeyaml import (
     load_kube_yaml,
     load_snapshot_yaml,
 )
+from app.kubeyaml.decode import _allowed_alias_ratio
 from tests.support.hostile_snapshots import refused_for_cost, worst_accepted
 
 READS = [
@@ -69,6 +70,12 @@ READS = [
     ("a: 1_0.5", {"a": 10.5}),
     ("a: .1_0", {"a": ".1_0"}),
     ("a: -x", {"a": "-x"}),
+    ("a: +", {"a": "+"}),
+    ("a: 0b", {"a": "0b"}),
+    ("a: 0b+101", {"a": 5}),
+    ("a: -0b-1", {"a": "-0b-1"}),
+    ("a: 0x" + "0" * 1000 + "1F", {"a": 31}),
+    ("a: 0x1" + "0" * 16, {"a": "0x1" + "0" * 16}),
     ("a: +.", {"a": "+."}),
     # timestamps stay strings for interface{} targets
     ("a: 2001-12-14", {"a": "2001-12-14"}),
@@ -121,6 +128,8 @@ REFUSED = [
     ("a: !custom x", UnsureReadingError, "the tag `!custom`"),
     ("a: ! x", UnsureReadingError, "the tag `!`"),
     ("a: !!binary aGk=", UnsureReadingError, "the tag `!!binary`"),
+    ("a: !!map {b: 1}", UnsureReadingError, "the tag `!!map` at line 1, column 4"),
+    ("a: \x07", KubeYamlError, "control characters are not allowed"),
     ("%YAML 1.1\n---\na: 1", UnsureReadingError, "%YAML or %TAG directive"),
     ("a: 1\n---\nb: 2", UnsureReadingError, "a second YAML document at line 2, column 1"),
     ("a: 1\n...\n---\nb: 2", UnsureReadingError, "a second YAML document at line 3"),
@@ -171,6 +180,14 @@ def test_an_alias_bomb_is_refused_as_goyaml_v2_refuses_it() -> None:
         load_snapshot_yaml(_bomb(9))
 
 
+@pytest.mark.parametrize(
+    ("decodes", "ratio"),
+    [(1_000, 0.99), (400_000, 0.99), (2_200_000, 0.545), (4_000_000, 0.10), (9_000_000, 0.10)],
+)
+def test_goyaml_v2s_allowed_alias_ratio_falls_with_the_document(decodes: int, ratio: float) -> None:
+    assert _allowed_alias_ratio(decodes) == pytest.approx(ratio)
+
+
 def test_alias_expansion_beyond_the_snapshot_budget() -> None:
     # A quarter of the values are not aliased: within goyaml.v2's bound, beyond nicguard's.
     text = "a: &a [" + ", ".join(["1"] * 2400) + "]\nb: *a\nc: *a\nd: *a\ne: *a"
@@ -184,6 +201,8 @@ def test_alias_expansion_beyond_the_snapshot_budget() -> None:
     [
         ("spec: [" + ",".join(["{}"] * 5_001) + "]", "more than 5000 YAML nodes"),
         ("a: " + "[" * 65 + "]" * 65, "nesting deeper than 64"),
+        # Each within 64 levels as written, 124 deep once the alias is expanded.
+        ("a: &a " + "[" * 62 + "]" * 62 + "\nb: " + "[" * 62 + "*a" + "]" * 62, "deeper than 64"),
     ],
 )
 def test_snapshot_budget(text: str, message: str) -> None:
@@ -196,6 +215,7 @@ DOCUMENTS = [
     ("---\na: 1\n---\n---\n# only a comment\n---\n~\n", [{"a": 1}]),
     ("a: 1\r\n--- # next\r\nb: y\r\n", [{"a": 1}, {"b": True}]),
     ("a: 1\n---\t\nb: 2", [{"a": 1}, {"b": 2}]),
+    ("a: 1\n---\n", [{"a": 1}]),
     ("a: |\n  x\r\n", [{"a": "x\n"}]),
     ("a: 'x\r'", [{"a": "x "}]),  # the last line keeps its \r: a space when folded
     ('{"a": 1.0} {"b": [1e2, 0.5]}\nnull\n{}', [{"a": 1}, {"b": [100, 0.5]}, {}]),

@@ -61,23 +61,17 @@ def resolve_plain(text: str) -> Resolved:
     plain = text.replace("_", "")
     number = _parse_int(plain)
     if number is None and plain[:1] != "+":
-        number = _parse_uint(plain, 0)
-        if number is not None and number <= _MAX_INT64:
-            number = None  # ParseInt would have taken it
+        number = _parse_uint(plain, 0)  # beyond int64: the uint64 range
     if number is not None:
         return ("int", number)
     if _YAML_STYLE_FLOAT.fullmatch(plain):
         found = _float(plain)
         if found[0] == "float":
             return found
+    # resolve.go's last tries: ParseInt(plain[2:], 2) after "0b" reads a sign there ("0b-101");
+    # its other ones (ParseUint after "0b", "-0b") find nothing base 0 did not read already.
     if plain.startswith("0b"):
         number = _parse_int(plain[2:], 2)
-        if number is None and plain[2:3] != "+":
-            number = _parse_uint(plain[2:], 2)
-        if number is not None:
-            return ("int", number)
-    elif plain.startswith("-0b"):
-        number = _parse_int("-" + plain[3:], 2)
         if number is not None:
             return ("int", number)
     return ("str", text)
