@@ -54,7 +54,9 @@ READS = [
     ("a: 9223372036854775807", {"a": 9223372036854775807}),
     ("a: -9223372036854775808", {"a": -9223372036854775808}),
     ("a: 18446744073709551615", {"a": 18446744073709551615}),
-    ("a: 18446744073709551616", {"a": 18446744073709551616}),  # float64, whole: JSON integer
+    # float64, whole: json.Marshal writes its shortest digits zero-padded
+    ("a: 18446744073709551616", {"a": 18446744073709552000}),
+    ("a: -9223372036854775809", {"a": -9223372036854776000}),
     ("a: 1:20", {"a": "1:20"}),  # no sexagesimal in goyaml.v2
     # floats: whole ones are JSON integers after json.Marshal
     ("a: 08", {"a": 8}),
@@ -83,8 +85,11 @@ READS = [
     # keys made strings as YAMLToJSON makes them
     ("1: a\ntrue: b\nyes: c", {"1": "a", "true": "c"}),
     ("0x10: a", {"16": "a"}),
-    # duplicate keys: the later wins
+    # duplicate keys: the later wins, also over what YAMLToJSON could not convert
     ("a: 1\na: 2", {"a": 2}),
+    ("a: {~: 1}\na: 2", {"a": 2}),
+    ("a: [.nan]\na: 1", {"a": 1}),
+    ("a: {1: x, '1': y}\n<<: {a: 3}", {"a": 3}),
     # merge keys, in document order; a sequence of maps: the earlier wins
     ("a: 1\n<<: {a: 2}", {"a": 2}),
     ("<<: {a: 2}\na: 1", {"a": 1}),

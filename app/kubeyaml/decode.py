@@ -10,14 +10,12 @@ from typing import Final
 
 from app.kubeyaml.errors import KubeYamlError, TooCostlyError, UnsureReadingError, position
 from app.kubeyaml.nodes import ALIAS, MAPPING, SCALAR, SEQUENCE, Limits, Node
-from app.kubeyaml.scalars import MERGE, Resolved, resolve_plain
+from app.kubeyaml.scalars import MERGE, Resolved, json_number, resolve_plain
 
 _MAX_INT64: Final = (1 << 63) - 1
 # decode.go's excessive-aliasing bound.
 _RATIO_LOW: Final = 400_000
 _RATIO_HIGH: Final = 4_000_000
-# Go's encoding/json writes float64s below this in plain notation: whole ones read back as ints.
-_PLAIN_FLOAT_BOUND: Final = 1e21
 
 _KEY_SHOWN: Final = 64
 
@@ -30,7 +28,34 @@ def decode_document(root: Node | None, limits: Limits) -> object:
         return None
     decoder = _Decoder(limits)
     decoder.count(root)  # goyaml.v2 counts the document node itself
-    return decoder.value(root, 0)
+    value = decoder.value(root, 0)
+    deferred = _first_deferred(value)
+    if deferred is not None:
+        raise deferred.error
+    return value
+
+
+class _Deferred:
+    """What YAMLToJSON cannot convert (a null or uint64 key, two keys read as one string, a NaN):
+    an error only if it is still there at the end, not overwritten by a later key or merge."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: KubeYamlError) -> None:
+        self.error = error
+
+
+def _first_deferred(value: object) -> _Deferred | None:
+    pending = [value]
+    while pending:
+        found = pending.pop()
+        if isinstance(found, _Deferred):
+            return found
+        if isinstance(found, dict):
+            pending.extend(found.values())
+        elif isinstance(found, list):
+            pending.extend(found)
+    return None
 
 
 def _allowed_alias_ratio(decodes: int) -> float:
@@ -87,34 +112,25 @@ class _Decoder:
                 self.count(child)
                 items.append(self.value(child, depth + 1))
             return items
-        values: JsonObject = {}
-        self._fill(node, values, {}, depth)
-        return values
+        mapping = _Mapping()
+        self._fill(node, mapping, depth)
+        return mapping.values if mapping.problem is None else _Deferred(mapping.problem)
 
-    def _fill(self, node: Node, values: JsonObject, kinds: dict[str, str], depth: int) -> None:
-        """decode.go's ``mapping`` into a map: keys in document order, each set over the last.
-        YAMLToJSON then makes the keys strings: two that differ in Go (1 and "1") but read as
-        the same string are refused, as Go's map order would pick one (``kinds``: the Go type
-        of the key that set each name; same type and name is the same Go key)."""
+    def _fill(self, node: Node, mapping: _Mapping, depth: int) -> None:
+        """decode.go's ``mapping`` into a map: keys in document order, each set over the last."""
         children = node.children
         for index in range(0, len(children), 2):
             key, value = children[index], children[index + 1]
             if key.plain and key.kind == SCALAR and key.value == MERGE:
-                self._merge(value, values, kinds, depth)
+                self._merge(value, mapping, depth)
                 continue
             self.count(key)
             kind, name = self._key(key)
-            earlier = kinds.get(name)
-            if earlier is not None and earlier != kind:
-                raise UnsureReadingError(
-                    f"two keys read as `{_cut(name)}` (a {earlier} and a {kind})", key
-                )
-            kinds[name] = kind
             self.count(value)
-            values[name] = self.value(value, depth + 1)
+            mapping.set(key, kind, name, self.value(value, depth + 1))
 
-    def _key(self, key: Node) -> tuple[str, str]:
-        """The key's Go type and the string YAMLToJSON makes of it."""
+    def _key(self, key: Node) -> tuple[str, str | KubeYamlError]:
+        """The key's Go type and the string YAMLToJSON makes of it (or why it makes none)."""
         if key.kind == ALIAS:
             target = _target(key)
             self._alias_depth += 1
@@ -130,7 +146,7 @@ class _Decoder:
         resolved = resolve_plain(key.value)
         return resolved[0], _key_string(resolved, key)
 
-    def _merge(self, node: Node, values: JsonObject, kinds: dict[str, str], depth: int) -> None:
+    def _merge(self, node: Node, mapping: _Mapping, depth: int) -> None:
         """decode.go's ``merge``: a map, an alias of one, or a sequence of them applied last to
         first (so the earlier wins), each key set over what the map holds so far."""
         for item in reversed(node.children) if node.kind == SEQUENCE else (node,):
@@ -141,12 +157,12 @@ class _Decoder:
                 )
             self.count(item)
             if item.kind != ALIAS:
-                self._fill(item, values, kinds, depth)
+                self._fill(item, mapping, depth)
                 continue
             self._alias_depth += 1
             try:
                 self.count(target)
-                self._fill(target, values, kinds, depth)
+                self._fill(target, mapping, depth)
             finally:
                 self._alias_depth -= 1
 
@@ -161,7 +177,32 @@ def _cut(name: str) -> str:
     return name if len(name) <= _KEY_SHOWN else name[: _KEY_SHOWN - 1] + "…"
 
 
-def _key_string(key: Resolved, node: Node) -> str:
+class _Mapping:
+    """A Go ``map[interface{}]interface{}`` as YAMLToJSON converts it: keys made strings; a key
+    it cannot convert, or two keys that differ in Go (1 and "1") but read as one string (Go's
+    map order would pick one), leave a ``problem`` instead. ``kinds``: the Go type of the key
+    that set each name (same type and name is the same Go key)."""
+
+    __slots__ = ("kinds", "problem", "values")
+
+    def __init__(self) -> None:
+        self.values: JsonObject = {}
+        self.kinds: dict[str, str] = {}
+        self.problem: KubeYamlError | None = None
+
+    def set(self, key: Node, kind: str, name: str | KubeYamlError, value: object) -> None:
+        if isinstance(name, KubeYamlError):
+            self.problem = self.problem or name
+            return
+        earlier = self.kinds.get(name)
+        if earlier is not None and earlier != kind:
+            message = f"two keys read as `{_cut(name)}` (a {earlier} and a {kind})"
+            self.problem = self.problem or UnsureReadingError(message, key)
+        self.kinds[name] = kind
+        self.values[name] = value
+
+
+def _key_string(key: Resolved, node: Node) -> str | KubeYamlError:
     kind, value = key
     if kind == "str":
         assert isinstance(value, str)  # noqa: S101 - resolve_plain's contract
@@ -171,11 +212,11 @@ def _key_string(key: Resolved, node: Node) -> str:
     if kind == "int":
         assert isinstance(value, int)  # noqa: S101 - resolve_plain's contract
         if value > _MAX_INT64:
-            raise KubeYamlError(f"unsupported map key of type uint64 at {_at(node)}")
+            return KubeYamlError(f"unsupported map key of type uint64 at {_at(node)}")
         return str(value)
     if kind == "float":
-        raise UnsureReadingError("a floating-point map key", node)
-    raise KubeYamlError(f"unsupported map key (null) at {_at(node)}")
+        return UnsureReadingError("a floating-point map key", node)
+    return KubeYamlError(f"unsupported map key (null) at {_at(node)}")
 
 
 def _json_scalar(resolved: Resolved, node: Node) -> object:
@@ -185,10 +226,8 @@ def _json_scalar(resolved: Resolved, node: Node) -> object:
         return value
     assert isinstance(value, float)  # noqa: S101 - resolve_plain's contract
     if math.isnan(value) or math.isinf(value):
-        raise KubeYamlError(f"json: unsupported value {node.value} at {_at(node)}")
-    if value.is_integer() and abs(value) < _PLAIN_FLOAT_BOUND:
-        return int(value)
-    return value
+        return _Deferred(KubeYamlError(f"json: unsupported value {node.value} at {_at(node)}"))
+    return json_number(value)
 
 
 def _at(node: Node) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Final
 
 # A resolved scalar: Go's dynamic type ("str", "int", "float", "bool", "null") and the value.
@@ -34,6 +35,8 @@ _MAX_UINT64: Final = (1 << 64) - 1
 _DIGITS: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 _MAX_DIGITS: Final = 64  # a uint64 in base 2
 _SHORT_DECIMAL: Final = 18  # digits that always fit an int64
+_PLAIN_FLOAT_BOUND: Final = 1e21
+_EXACT_FLOAT_INTS: Final = 2**53
 
 MERGE: Final = "<<"
 
@@ -75,6 +78,17 @@ def resolve_plain(text: str) -> Resolved:
         if number is not None:
             return ("int", number)
     return ("str", text)
+
+
+def json_number(value: float) -> int | float:
+    """The number Go's json.Marshal writes for a float64, as a JSON reader reads it back: below
+    1e21 a whole one is written in plain digits (its shortest form, zero-padded: 2**64 becomes
+    18446744073709552000), so it reads back as that integer."""
+    if not value.is_integer() or abs(value) >= _PLAIN_FLOAT_BOUND:
+        return value
+    if abs(value) < _EXACT_FLOAT_INTS:
+        return int(value)
+    return int(Decimal(repr(value)))
 
 
 def _float(text: str) -> Resolved:

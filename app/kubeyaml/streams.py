@@ -10,6 +10,7 @@ from collections.abc import Generator, Iterator
 from typing import Final
 
 from app.kubeyaml.errors import KubeYamlError
+from app.kubeyaml.scalars import json_number
 
 _GUESS_BYTES: Final = 4096
 _LATIN1_SPACE: Final = "\t\n\v\f\r \x85\xa0"
@@ -17,7 +18,6 @@ _JSON_SPACE: Final = " \t\r\n"
 _SEPARATOR: Final = "---"
 _MIN_INT64: Final = -(1 << 63)
 _MAX_INT64: Final = (1 << 63) - 1
-_PLAIN_FLOAT_BOUND: Final = 1e21
 
 
 def _go_space(char: str) -> bool:
@@ -125,6 +125,4 @@ def _float64(text: str) -> object:
     value = float(text)
     if value in (float("inf"), float("-inf")):
         raise KubeYamlError(f"the JSON number {text} does not fit 64 bits")
-    if value.is_integer() and abs(value) < _PLAIN_FLOAT_BOUND:
-        return int(value)
-    return value
+    return json_number(value)
