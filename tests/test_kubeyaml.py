@@ -115,6 +115,13 @@ READS = [
     ("annotation\u017f: x", {"annotation\u017f": "x"}),
     ("a: [http, 'b:c', \"d?\"]", {"a": ["http", "b:c", "d?"]}),
     ("a: b:c", {"a": "b:c"}),
+    ("a: [b:c, x:y:z, 'b?c']", {"a": ["b:c", "x:y:z", "b?c"]}),
+    ("a: [b :c]", {"a": ["b :c"]}),
+    (
+        "- {name: node, image: pytorch/pytorch:2.11.0}",
+        [{"name": "node", "image": "pytorch/pytorch:2.11.0"}],
+    ),
+    ("a: b?c", {"a": "b?c"}),
 ]
 
 
@@ -139,10 +146,11 @@ REFUSED = [
     ("a: 1\n---\nb: 2", UnsureReadingError, "a second YAML document at line 2, column 1"),
     ("a: 1\n...\n---\nb: 2", UnsureReadingError, "a second YAML document at line 3"),
     ("a: 1\n...\nb: 2", KubeYamlError, "did not find expected <document start>"),
-    ("a: [b:c]", UnsureReadingError, "`:` or `?` in a flow collection at line 1, column 5"),
+    ("a: [b?c]", UnsureReadingError, "a plain scalar with `?` in a flow collection at line 1, col"),
     ("a: [b:, c]", KubeYamlError, "found unexpected ':' at line 1, column 6"),
-    ("a: [b :c]", UnsureReadingError, "in a flow collection at line 1, column 5"),
+    ("a: {b: c?}", UnsureReadingError, "in a flow collection at line 1, column 8"),
     ("a: {b?c: 1}", UnsureReadingError, "in a flow collection"),
+    ("a: [b:]", KubeYamlError, "found unexpected ':'"),
     ("1: a\n'1': b", UnsureReadingError, "two keys read as `1` (a int and a str)"),
     ("true: a\n'true': b", UnsureReadingError, "two keys read as `true`"),
     ("1.5: a", UnsureReadingError, "a floating-point map key at line 1, column 1"),

@@ -284,9 +284,9 @@ def test_run_launcher_as_node_y_is_true_as_kubectl_sends_it(tmp_path: Path) -> N
             id="tag",
         ),
         pytest.param(
-            "kind: ClusterTrainingRuntime\nspec: {args: [a:b]}\n",
-            "document 1: a plain scalar with `:` or `?` in a flow collection at line 2, column 15",
-            id="flow-colon",
+            "kind: ClusterTrainingRuntime\nspec: {args: [a?b]}\n",
+            "document 1: a plain scalar with `?` in a flow collection at line 2, column 15",
+            id="flow-question-mark",
         ),
     ],
 )
