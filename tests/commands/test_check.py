@@ -264,13 +264,24 @@ def test_a_merge_key_overriding_the_wiring_is_judged_as_kubectl_sends_it(tmp_pat
     assert "[MappingDivergesFromRecipe]" in run.stdout
 
 
-def test_run_launcher_as_node_y_is_true_as_kubectl_sends_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["ClusterTrainingRuntime", "TrainingRuntime"])
+def test_run_launcher_as_node_y_is_true_as_kubectl_sends_it(tmp_path: Path, kind: str) -> None:
+    """Without the trainer-ancestor label only the flag makes the launcher a wired template:
+    goyaml.v2 reads ``y`` as true (PyYAML read the string "y" and left the launcher unjudged)."""
     text = (ROOT / "examples/objects/mpi-launcher-runtime.yaml").read_text()
     assert "runLauncherAsNode: true" in text
+    text = text.replace("runLauncherAsNode: true", "runLauncherAsNode: y").replace(
+        "trainer.kubeflow.org/trainjob-ancestor-step: trainer", "example.com/role: launcher"
+    )
+    if kind == "TrainingRuntime":
+        text = text.replace("kind: ClusterTrainingRuntime", "kind: TrainingRuntime").replace(
+            "  name: deepspeed-tcpxo\n", "  name: deepspeed-tcpxo\n  namespace: team-a\n"
+        )
     launcher = tmp_path / "launcher.yaml"
-    launcher.write_text(text.replace("runLauncherAsNode: true", "runLauncherAsNode: y"))
+    launcher.write_text(text)
     run = nicguard("check", "--state", STATE, str(launcher))
     assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.startswith(f"DENIED  {kind} ")
     assert "launcher job: at position eth3" in run.stdout
 
 
