@@ -142,6 +142,7 @@ REFUSED = [
     ("a: !!binary aGk=", UnsureReadingError, "the tag `!!binary`"),
     ("a: !!map {b: 1}", UnsureReadingError, "the tag `!!map` at line 1, column 4"),
     ("a: \x07", KubeYamlError, "control characters are not allowed"),
+    ("a: \ud800", KubeYamlError, "not UTF-8 text: surrogates not allowed at index 3"),
     ("%YAML 1.1\n---\na: 1", UnsureReadingError, "%YAML or %TAG directive"),
     ("a: 1\n---\nb: 2", UnsureReadingError, "a second YAML document at line 2, column 1"),
     ("a: 1\n...\n---\nb: 2", UnsureReadingError, "a second YAML document at line 3"),

@@ -66,7 +66,10 @@ class Position:
 def compose(text: str, limits: Limits, first_line: int = 0) -> Node | None:
     """The first YAML document of ``text`` as a node (None when there is none): goyaml.v2 reads
     no further, so a second one is refused. Raises KubeYamlError."""
-    loader = _LOADER(text)
+    try:
+        loader = _LOADER(text)
+    except UnicodeEncodeError as error:  # a lone surrogate, from a JSON escape: not UTF-8
+        raise KubeYamlError(f"not UTF-8 text: {error.reason} at index {error.start}") from None
     try:
         return _Composer(text, limits, first_line, loader.get_event).only_document()
     except yaml.MarkedYAMLError as error:
