@@ -1,7 +1,7 @@
 """YAML and JSON documents: one or many decoded safely, every failure one line with its position.
 
-Used by every adapter that reads YAML: state files, the recipe ConfigMap's data, Trainer's runtime
-snapshots.
+Used for the recipe ConfigMap's data; what kubectl or Trainer would read (files, states, runtime
+snapshots) is read by app.kubeyaml, as they read it.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits fore
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import orjson
@@ -29,7 +31,12 @@ from app.web.body import (
     HTTPProblemError,
     json_body,
 )
-from app.web.request import AdmissionRequest, MalformedReviewError, request_from_body
+from app.web.request import (
+    AdmissionRequest,
+    MalformedReviewError,
+    decodes_yaml,
+    request_from_body,
+)
 from app.web.response import review_response
 from app.web.router import router
 from app.web.runtime_reads import RuntimeReads
@@ -100,12 +107,21 @@ class _Validate:
         self._body_timeout = body_timeout
         self._runtime_reads = None if fetch_runtime is None else RuntimeReads(fetch_runtime)
         self._recipe = recipe
+        # A ConfigMap's YAML (a runtime snapshot's data.runtime: up to 256 KiB from any ConfigMap
+        # writer) is decoded here, never on the loop that answers other reviews and the probes;
+        # one thread: one parse's memory at a time (docs/operations.md).
+        self._decoding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="yaml-decode")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         try:
             body = await json_body(scope, receive, self._body_timeout)
-            admission = request_from_body(body, self._recipe)
+            if decodes_yaml(body):
+                admission = await asyncio.get_running_loop().run_in_executor(
+                    self._decoding, request_from_body, body, self._recipe
+                )
+            else:
+                admission = request_from_body(body, self._recipe)
         except HTTPProblemError as problem:
             status, content = (
                 problem.status,

@@ -336,3 +336,44 @@ def test_a_denial_naming_6000_networks_stays_bounded(
     (line,) = [d for d in stack.nicguard.decisions() if d["resource_name"] == name]
     assert len(json.dumps(line).encode()) <= 16 * 1024
     assert line["violation_codes"] == [code]
+
+
+def _merged_over(text: str, value: str) -> str:
+    """``text`` with a merge key after the interfaces key that sets it to ``value`` again."""
+    lines = text.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.lstrip().startswith(f"{INTERFACES}:")]
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    lines.insert(at + 1, f"{indent}<<: {{{INTERFACES}: {json.dumps(value)}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("tampering", ["folded-jobs", "long-s-annotations", "merge-key"])
+def test_a_copy_trainer_reads_otherwise_than_it_looks_is_refused(
+    stack: Stack, job: dict[str, Any], tampering: str
+) -> None:
+    """The bypass review's reproductions: each copy keeps the recipe's wiring where an exact
+    reader looks and hands Trainer (sigs.k8s.io/yaml, Go's case-folding decoder) a swapped one."""
+    runtime = _get(stack, "clustertrainingruntime", TCPXO)
+    snapshot = snapshot_of(job, runtime, typed=False)
+    name, namespace = snapshot["metadata"]["name"], snapshot["metadata"]["namespace"]
+    expect.allowed(apply_as_trainer(stack, snapshot), f"configmap/{name} serverside-applied")
+    copied = {k: v for k, v in runtime.items() if k not in ("apiVersion", "kind")}
+    swapped = interfaces(with_pairs(RECIPE_PAIRS, (2, 3)))
+    bad = json.loads(json.dumps(copied))
+    node_annotations(bad)[INTERFACES] = swapped
+    if tampering == "folded-jobs":
+        copied["spec"]["template"]["spec"]["replicatedjobs"] = bad["spec"]["template"]["spec"][
+            "replicatedJobs"
+        ]
+        text, code = yaml.safe_dump(copied, sort_keys=True), "RuntimeSnapshotInvalid"
+    elif tampering == "long-s-annotations":
+        (node,) = copied["spec"]["template"]["spec"]["replicatedJobs"]
+        node["template"]["spec"]["template"]["metadata"]["annotation\u017f"] = {INTERFACES: swapped}
+        text, code = yaml.safe_dump(copied, sort_keys=True), "RuntimeSnapshotInvalid"
+    else:
+        text = _merged_over(yaml.safe_dump(copied, sort_keys=True, width=1 << 20), swapped)
+        code = "MappingDivergesFromRecipe"
+    patch = json.dumps({"data": {"runtime": text}})
+    edit = stack.kubectl("patch", "configmap", name, "-n", namespace, "--type=merge", "-p", patch)
+    expect.denied(edit, f"ConfigMap/{namespace}/{name}", code, webhook=SNAPSHOT_WEBHOOK)
+    assert _get(stack, "configmap", name, namespace=namespace)["data"] == snapshot["data"]
