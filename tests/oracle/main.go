@@ -10,6 +10,8 @@
 //	     after Trainer's own merge of runtimePatches (v2.3) or podTemplateOverrides (v2.1).
 //	{"id":3,"op":"versions"} -> the modules this binary was built with.
 //
+// and the YAML ops of yaml.go (snapshot, yaml2json, marshal).
+//
 // Objects are decoded as Trainer's client decodes what the apiserver stored (case-sensitive
 // field names, unknown fields dropped as the CRD's structural schema prunes them).
 package main
@@ -43,6 +45,7 @@ type request struct {
 	Trainer    string          `json:"trainer"`
 	Runtime    json.RawMessage `json:"runtime"`
 	TrainJob   json.RawMessage `json:"trainjob"`
+	YAML       *string         `json:"yaml"`
 }
 
 type entry struct {
@@ -162,6 +165,16 @@ func answer(line []byte) any {
 		return parse(req.ID, *req.Annotation)
 	case "effective":
 		return effective(req)
+	case "snapshot", "yaml2json":
+		if req.YAML == nil {
+			return errorAnswer{ID: req.ID, Error: req.Op + " needs yaml"}
+		}
+		if req.Op == "snapshot" {
+			return snapshot(req.ID, *req.YAML)
+		}
+		return yamlToJSON(req.ID, *req.YAML)
+	case "marshal":
+		return marshal(req.ID, req.Runtime)
 	case "versions":
 		return versions(req.ID)
 	}
