@@ -1,0 +1,61 @@
+"""YAML read exactly as kubectl and Trainer read it (sigs.k8s.io/yaml over goyaml.v2, documents
+split as k8s.io/apimachinery's YAMLReader splits them), or refused with the construct and its
+position when nicguard cannot be sure of that reading; every read bounded in cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from app.kubeyaml.decode import decode_document
+from app.kubeyaml.errors import KubeYamlError, TooCostlyError, UnsureReadingError
+from app.kubeyaml.nodes import Limits, compose
+from app.kubeyaml.streams import json_values, looks_like_json, yaml_chunks
+
+__all__ = [
+    "FILE_LIMITS",
+    "SNAPSHOT_LIMITS",
+    "KubeYamlError",
+    "Limits",
+    "TooCostlyError",
+    "UnsureReadingError",
+    "iter_kube_yaml_documents",
+    "load_kube_yaml",
+    "load_snapshot_yaml",
+]
+
+# A runtime snapshot (data.runtime, at most 256 KiB): Trainer's copies of real runtimes hold a few
+# hundred nodes; these bound the worst accepted text to well under 50 ms of CPU.
+SNAPSHOT_LIMITS: Final = Limits(nodes=10_000, decodes=20_000, depth=64)
+# One document of a file ``nicguard check`` or file-mode ``serve`` reads.
+FILE_LIMITS: Final = Limits(nodes=1_000_000, decodes=2_000_000, depth=100)
+
+
+def load_kube_yaml(text: str, limits: Limits = FILE_LIMITS) -> object:
+    """One YAML text as sigs.k8s.io/yaml.YAMLToJSON reads it (goyaml.v2 reads only the first
+    document: a second one is refused); raises KubeYamlError (a DocumentError)."""
+    return decode_document(compose(text, limits), limits)
+
+
+def load_snapshot_yaml(text: str) -> object:
+    """``load_kube_yaml`` within a runtime snapshot's budget."""
+    return load_kube_yaml(text, SNAPSHOT_LIMITS)
+
+
+def iter_kube_yaml_documents(text: str, limits: Limits = FILE_LIMITS) -> Iterator[object]:
+    """Each object of a file as kubectl reads it (apimachinery's YAMLOrJSONDecoder): a JSON stream
+    when the text starts with ``{``, else YAML documents split at ``---`` lines; null documents
+    are skipped. Raises KubeYamlError naming the document (from 1) at the first it cannot read.
+    """
+    if looks_like_json(text):
+        yield from json_values(text)
+        return
+    for number, (first_line, chunk) in enumerate(yaml_chunks(text), start=1):
+        try:
+            value = decode_document(compose(chunk, limits, first_line), limits)
+        except KubeYamlError as error:
+            error.args = (f"document {number}: {error}",)
+            raise
+        if value is not None:
+            yield value
