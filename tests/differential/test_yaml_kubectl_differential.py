@@ -27,7 +27,7 @@ import pytest
 from app.kubeyaml import iter_kube_yaml_documents
 from tests.differential.oracle import Oracle
 from tests.differential.yaml_files import FILE_GROUPS, file_corpus
-from tests.differential.yaml_reading import judge_file, sampled
+from tests.differential.yaml_reading import excerpt, judge_file, sampled
 
 
 @pytest.mark.parametrize("group", FILE_GROUPS)
@@ -39,10 +39,12 @@ def test_nicguard_reads_a_file_as_kubectl_does_or_refuses_it(oracle: Oracle, gro
         outcome, shown = judge_file(oracle, case.text, iter_kube_yaml_documents)
         seen[outcome] += 1
         if outcome.startswith("FAIL-OPEN"):
-            failures.append(f"{case.label}: {outcome}\n{shown}\n--- text:\n{case.text}")
+            failures.append(f"{case.label}: {outcome}\n{shown}\n--- text:\n{excerpt(case.text)}")
     print(f"\nkubectl YAML differential ({group}, {len(cases)} texts): {dict(seen)}")  # noqa: T201
     if failures:
         shown = "\n\n".join(failures[:10])
-        pytest.fail(f"{len(failures)} fail-opens (the first 10):\n\n{shown}", pytrace=False)
+        pytest.fail(
+            f"{len(failures)} fail-opens in {dict(seen)}; the first 10:\n\n{shown}", pytrace=False
+        )
     assert seen["agreed"] >= len(cases) // 5, seen
     assert seen["refused"] + seen["kubectl stops on it"] >= len(cases) // 50, seen

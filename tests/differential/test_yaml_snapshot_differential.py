@@ -32,7 +32,7 @@ import yaml
 from app.kubeyaml import load_snapshot_yaml
 from tests.differential.oracle import Oracle
 from tests.differential.yaml_corpus import BASES, snapshot_corpus, snapshot_fixture_text
-from tests.differential.yaml_reading import judge_snapshot, sampled
+from tests.differential.yaml_reading import excerpt, judge_snapshot, sampled
 
 
 @pytest.mark.parametrize("base", BASES)
@@ -44,11 +44,13 @@ def test_nicguard_reads_a_snapshot_as_trainer_does_or_refuses_it(oracle: Oracle,
         outcome, shown = judge_snapshot(oracle, case.text, load_snapshot_yaml)
         seen[outcome] += 1
         if outcome.startswith("FAIL-OPEN"):
-            failures.append(f"{case.label}: {outcome}\n{shown}\n--- text:\n{case.text}")
+            failures.append(f"{case.label}: {outcome}\n{shown}\n--- text:\n{excerpt(case.text)}")
     print(f"\nsnapshot YAML differential ({base}, {len(cases)} texts): {dict(seen)}")  # noqa: T201
     if failures:
         shown = "\n\n".join(failures[:10])
-        pytest.fail(f"{len(failures)} fail-opens (the first 10):\n\n{shown}", pytrace=False)
+        pytest.fail(
+            f"{len(failures)} fail-opens in {dict(seen)}; the first 10:\n\n{shown}", pytrace=False
+        )
     # Both sides of the property are exercised: copies read alike, allowed and denied, and
     # constructs refused.
     assert seen["agreed, allowed"] >= len(cases) // 20, seen

@@ -208,3 +208,9 @@ def sampled(cases: Sequence[Case]) -> Sequence[Case]:
     group larger than a hundred."""
     step = max(len(cases) // max(examples(len(cases)), 100), 1)
     return cases[::step]
+
+
+def excerpt(text: str, limit: int = 2000) -> str:
+    """``text`` as a failure shows it: whole when short (the label says where a long one was
+    changed)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
