@@ -132,9 +132,10 @@ def test_usage_errors_exit_two() -> None:
 
 def test_log_level_warning_leaves_out_the_notes_of_check(tmp_path: Path) -> None:
     other = tmp_path / "network.yaml"
-    other.write_text("apiVersion: networking.gke.io/v1\nkind: Network\nmetadata: {name: n}\n")
+    other.write_text("apiVersion: networking.gke.io/v1\nkind: Network\nmetadata: {name: net}\n")
     noted = nicguard("check", "--state", STATE, str(other))
-    assert noted.stderr.startswith(f"nicguard: {other}: document 1: networking.gke.io/v1 Network n")
+    lead = f"nicguard: {other}: document 1: networking.gke.io/v1 Network net"
+    assert noted.stderr.startswith(lead)
     quiet = nicguard("check", "--state", STATE, "--log-level", "warning", str(other))
     assert (quiet.returncode, quiet.stderr) == (0, "")
 

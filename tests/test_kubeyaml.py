@@ -3,9 +3,12 @@ YAMLToJSON), or refused naming the construct; documents split as kubectl splits 
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from app.documents import DocumentError
+from app.domain.runtime_snapshot import read_snapshot
 from app.kubeyaml import (
     SNAPSHOT_LIMITS,
     KubeYamlError,
@@ -15,6 +18,8 @@ from app.kubeyaml import (
     load_kube_yaml,
     load_snapshot_yaml,
 )
+from app.kubeyaml.decode import _allowed_alias_ratio
+from tests.support.hostile_snapshots import refused_for_cost, worst_accepted
 
 READS = [
     # YAML 1.1 booleans and nulls (resolve.go's table)
@@ -65,6 +70,12 @@ READS = [
     ("a: 1_0.5", {"a": 10.5}),
     ("a: .1_0", {"a": ".1_0"}),
     ("a: -x", {"a": "-x"}),
+    ("a: +", {"a": "+"}),
+    ("a: 0b", {"a": "0b"}),
+    ("a: 0b+101", {"a": 5}),
+    ("a: -0b-1", {"a": "-0b-1"}),
+    ("a: 0x" + "0" * 1000 + "1F", {"a": 31}),
+    ("a: 0x1" + "0" * 16, {"a": "0x1" + "0" * 16}),
     ("a: +.", {"a": "+."}),
     # timestamps stay strings for interface{} targets
     ("a: 2001-12-14", {"a": "2001-12-14"}),
@@ -117,6 +128,8 @@ REFUSED = [
     ("a: !custom x", UnsureReadingError, "the tag `!custom`"),
     ("a: ! x", UnsureReadingError, "the tag `!`"),
     ("a: !!binary aGk=", UnsureReadingError, "the tag `!!binary`"),
+    ("a: !!map {b: 1}", UnsureReadingError, "the tag `!!map` at line 1, column 4"),
+    ("a: \x07", KubeYamlError, "control characters are not allowed"),
     ("%YAML 1.1\n---\na: 1", UnsureReadingError, "%YAML or %TAG directive"),
     ("a: 1\n---\nb: 2", UnsureReadingError, "a second YAML document at line 2, column 1"),
     ("a: 1\n...\n---\nb: 2", UnsureReadingError, "a second YAML document at line 3"),
@@ -167,19 +180,29 @@ def test_an_alias_bomb_is_refused_as_goyaml_v2_refuses_it() -> None:
         load_snapshot_yaml(_bomb(9))
 
 
+@pytest.mark.parametrize(
+    ("decodes", "ratio"),
+    [(1_000, 0.99), (400_000, 0.99), (2_200_000, 0.545), (4_000_000, 0.10), (9_000_000, 0.10)],
+)
+def test_goyaml_v2s_allowed_alias_ratio_falls_with_the_document(decodes: int, ratio: float) -> None:
+    assert _allowed_alias_ratio(decodes) == pytest.approx(ratio)
+
+
 def test_alias_expansion_beyond_the_snapshot_budget() -> None:
     # A quarter of the values are not aliased: within goyaml.v2's bound, beyond nicguard's.
-    text = "a: &a [" + ", ".join(["1"] * 5000) + "]\nb: *a\nc: *a\nd: *a"
-    assert len(load_kube_yaml(text)) == 4  # type: ignore[arg-type]
-    with pytest.raises(TooCostlyError, match="more than 20000 values"):
+    text = "a: &a [" + ", ".join(["1"] * 2400) + "]\nb: *a\nc: *a\nd: *a\ne: *a"
+    assert len(load_kube_yaml(text)) == 5  # type: ignore[arg-type]
+    with pytest.raises(TooCostlyError, match="more than 10000 values"):
         load_snapshot_yaml(text)
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("spec: [" + ",".join(["{}"] * 10_001) + "]", "more than 10000 YAML nodes"),
+        ("spec: [" + ",".join(["{}"] * 5_001) + "]", "more than 5000 YAML nodes"),
         ("a: " + "[" * 65 + "]" * 65, "nesting deeper than 64"),
+        # Each within 64 levels as written, 124 deep once the alias is expanded.
+        ("a: &a " + "[" * 62 + "]" * 62 + "\nb: " + "[" * 62 + "*a" + "]" * 62, "deeper than 64"),
     ],
 )
 def test_snapshot_budget(text: str, message: str) -> None:
@@ -192,10 +215,15 @@ DOCUMENTS = [
     ("---\na: 1\n---\n---\n# only a comment\n---\n~\n", [{"a": 1}]),
     ("a: 1\r\n--- # next\r\nb: y\r\n", [{"a": 1}, {"b": True}]),
     ("a: 1\n---\t\nb: 2", [{"a": 1}, {"b": 2}]),
+    ("a: 1\n---\n", [{"a": 1}]),
     ("a: |\n  x\r\n", [{"a": "x\n"}]),
     ("a: 'x\r'", [{"a": "x "}]),  # the last line keeps its \r: a space when folded
     ('{"a": 1.0} {"b": [1e2, 0.5]}\nnull\n{}', [{"a": 1}, {"b": [100, 0.5]}, {}]),
     ('  \n\t{"a": {"a": 1, "a": 2}}', [{"a": {"a": 2}}]),
+    # Not JSON after at most one value: kubectl reads the rest as YAML.
+    ('{"a": 1}\n{"b": NaN}', [{"a": 1}, {"b": "NaN"}]),
+    ('{"a": 1}  \n---\n{"b": y}', [{"a": 1}, {"b": True}]),
+    ("{a: 1}", [{"a": 1}]),
 ]
 
 
@@ -211,13 +239,44 @@ def test_documents_split_as_kubectl_splits_them(text: str, expected: list[object
         ("a: 1\n----\n", "invalid Yaml document separator: -"),
         ("a: 1\n---\nb: !!str x\n", "document 2: the tag `!!str` at line 3, column 4"),
         ("a: 1\n---\nb: [\n", "document 2: "),
-        ('{"a": 1}\n{"b": NaN}', "document 2: not JSON, though the file starts with '{'"),
+        ('{"a": 1}{"b": 2}\n{"c": NaN}', "document 3: not JSON, though the file starts with '{'"),
         ('{"a": 1e999}', "does not fit 64 bits"),
+        ('{"a": 1}\n--- x', "invalid Yaml document separator: x at line 2"),
+        ('{"a":' * 5000, "document 1: JSON nested too deeply"),
         ('{"a": 9223372036854775808}', "does not fit 64 bits"),
-        ("{a: 1}", "document 1: not JSON"),
     ],
 )
 def test_documents_refused_naming_the_document(text: str, message: str) -> None:
     with pytest.raises(KubeYamlError, match=None) as raised:
         list(iter_kube_yaml_documents(text))
     assert message in str(raised.value)
+
+
+# SPEC §14: the worst accepted snapshot costs at most 16 MiB (and 50 ms of CPU, measured by
+# bench.snapshot_cost, never asserted here). tracemalloc counts every Python allocation.
+_MEMORY_BOUND = 16 * 1024 * 1024
+
+
+def _peak_of_reading(text: str) -> tuple[int, str | None]:
+    configmap = {"metadata": {"name": "j-runtime-snapshot"}, "data": {"runtime": text}}
+    tracemalloc.start()
+    try:
+        found = read_snapshot(configmap, "j", load_snapshot_yaml)
+        return tracemalloc.get_traced_memory()[1], found.problem
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(("name", "text"), list(worst_accepted().items()))
+def test_the_costliest_accepted_snapshots_stay_within_16_mib(name: str, text: str) -> None:
+    peak, problem = _peak_of_reading(text)
+    assert peak <= _MEMORY_BOUND, name
+    assert problem is None or "YAML" not in problem, problem  # read, not refused for cost
+
+
+@pytest.mark.parametrize(("name", "text"), list(refused_for_cost().items()))
+def test_snapshots_beyond_the_budget_are_refused_within_16_mib(name: str, text: str) -> None:
+    peak, problem = _peak_of_reading(text)
+    assert peak <= _MEMORY_BOUND, name
+    assert problem is not None
+    assert problem.startswith("data.runtime is not YAML of one runtime: "), problem

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
-from app.documents import load_yaml
 from app.domain.cluster import (
     ClusterSnapshot,
     RuntimeKey,
@@ -22,6 +21,7 @@ from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
 from app.files.state import SourcedObject, load_objects, state_snapshot
+from app.kubeyaml import load_snapshot_yaml
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +99,7 @@ def _evaluate_copy(
         kind=Protected.RUNTIME_SNAPSHOT,
         namespace=namespace,
         obj=configmap,
-        snapshot=read_snapshot(configmap, owner, load_yaml),
+        snapshot=read_snapshot(configmap, owner, load_snapshot_yaml),
     )
     return CheckResult(
         api_version="v1",

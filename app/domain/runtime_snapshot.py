@@ -11,11 +11,17 @@ from typing import Final
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at, value_at
 from app.domain.kinds import TRAINER_GROUP, Kind
 from app.domain.recipe import LoadYaml
+from app.domain.runtime_decoding import typed_reading_problem
 from app.domain.verdict import shown
 
 SNAPSHOT_SUFFIX: Final = "-runtime-snapshot"
 RUNTIME_KEY: Final = "runtime"
 FIELD: Final = f"data.{RUNTIME_KEY}"
+# Trainer's copies of real runtimes are a few KiB; a bigger text is refused before it is parsed,
+# so no ConfigMap writer can make a review cost more than this one parse (docs/rules.md).
+MAX_RUNTIME_BYTES: Final = 256 * 1024
+# A decoder's reason names the construct and its position: longer than a name in a message.
+_REASON_SHOWN: Final = 240
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,8 @@ def snapshot_owner(configmap: object) -> str | None:
 def read_snapshot(configmap: JsonMap, trainjob: str, load_yaml: LoadYaml) -> RuntimeSnapshot:
     """The copy held by a snapshot ConfigMap; never raises (a bad copy carries a ``problem``).
 
+    ``load_yaml`` must read YAML as Trainer does (app.kubeyaml) or refuse with a ValueError;
+    the typed reading on top of it is checked here (app.domain.runtime_decoding).
     Trainer v2.3.0 writes the copy without ``apiVersion`` and ``kind``: such a copy is a
     TrainingRuntime when it has a namespace, else a ClusterTrainingRuntime.
     """
@@ -78,10 +86,15 @@ def read_snapshot(configmap: JsonMap, trainjob: str, load_yaml: LoadYaml) -> Run
     text = data[RUNTIME_KEY]
     if not isinstance(text, str):
         return _invalid(found, f"{FIELD} is not a string")
+    if _over_size(text):
+        return _invalid(
+            found, f"{FIELD} is over {MAX_RUNTIME_BYTES // 1024} KiB, more than nicguard reads"
+        )
     try:
         document = load_yaml(text)
     except (ValueError, RecursionError) as error:
-        return _invalid(found, f"{FIELD} is not YAML of one runtime: {shown(str(error))}")
+        reason = shown(str(error), _REASON_SHOWN)
+        return _invalid(found, f"{FIELD} is not YAML of one runtime: {reason}")
     runtime = as_map(document)
     if runtime is None:
         what = "a list" if as_list(document) is not None else "not an object"
@@ -89,6 +102,9 @@ def read_snapshot(configmap: JsonMap, trainjob: str, load_yaml: LoadYaml) -> Run
     kind = _copied_kind(runtime)
     if not isinstance(kind, Kind):
         return _invalid(found, kind)
+    typed = typed_reading_problem(runtime)
+    if typed is not None:
+        return _invalid(found, f"the copy in {FIELD} cannot be read as Trainer reads it: {typed}")
     if not str_at(runtime, "metadata", "name"):
         return _invalid(found, f"the copy in {FIELD} has no metadata.name")
     return RuntimeSnapshot(
@@ -112,6 +128,14 @@ def _copied_kind(runtime: JsonMap) -> Kind | str:
         f"the copy in {FIELD} is of kind {_quoted(kind)}, not ClusterTrainingRuntime or "
         "TrainingRuntime"
     )
+
+
+def _over_size(text: str) -> bool:
+    """More than MAX_RUNTIME_BYTES of UTF-8 (as Go counts a string), without encoding a text
+    that is plainly over."""
+    if len(text) > MAX_RUNTIME_BYTES:
+        return True
+    return len(text.encode("utf-8", "surrogatepass")) > MAX_RUNTIME_BYTES
 
 
 def _quoted(value: object) -> str:

@@ -55,12 +55,13 @@ class Violation:
 _SHOWN_MAX = 64
 
 
-def shown(value: str) -> str:
-    """A user-supplied name as it may appear in a message: escaped, and cut to 64 characters.
+def shown(value: str, limit: int = _SHOWN_MAX) -> str:
+    """A user-supplied name as it may appear in a message: escaped, and cut to 64 characters
+    (``limit``: a decoder's reason, which names a construct and its position).
 
     Denials name interfaces and networks but never echo more of the object than that.
     """
-    cut = value if len(value) <= _SHOWN_MAX else value[: _SHOWN_MAX - 1] + "…"
+    cut = value if len(value) <= limit else value[: limit - 1] + "…"
     if cut.isprintable():
         return cut
     return cut.encode("unicode_escape").decode("ascii")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from app.documents import DocumentError, iter_yaml_documents, load_yaml
+from app.documents import DocumentError, load_yaml
 from app.domain.cluster import (
     PARAM_SETS_SKIPPED,
     ClusterSnapshot,
@@ -21,6 +21,7 @@ from app.domain.cluster import (
 )
 from app.domain.fields import JsonMap, as_list, as_map
 from app.files.lists import JsonList, json_list, json_list_items
+from app.kubeyaml import TooCostlyError, UnsureReadingError, iter_kube_yaml_documents
 
 SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -81,9 +82,12 @@ def _objects_in(file: Path) -> Iterator[SourcedObject]:
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         raise StateFileError(f"{file}: cannot read: {reason}") from None
+    # YAML read as kubectl reads it (app.kubeyaml): what is judged is what the cluster would get.
     try:
-        for number, document in enumerate(iter_yaml_documents(text), start=1):
+        for number, document in enumerate(iter_kube_yaml_documents(text), start=1):
             yield from _objects_of(file, number, _expand(document, ""))
+    except (UnsureReadingError, TooCostlyError) as error:
+        raise StateFileError(f"{file}: {error}") from None
     except DocumentError as error:
         raise StateFileError(f"{file}: invalid YAML/JSON: {error}") from None
 

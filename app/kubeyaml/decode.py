@@ -6,7 +6,6 @@ aliases expanded under goyaml.v2's own aliasing bound and nicguard's budget, key
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Final
 
 from app.kubeyaml.errors import KubeYamlError, TooCostlyError, UnsureReadingError, position
@@ -19,6 +18,8 @@ _RATIO_LOW: Final = 400_000
 _RATIO_HIGH: Final = 4_000_000
 # Go's encoding/json writes float64s below this in plain notation: whole ones read back as ints.
 _PLAIN_FLOAT_BOUND: Final = 1e21
+
+_KEY_SHOWN: Final = 64
 
 JsonObject = dict[str, object]
 
@@ -41,127 +42,123 @@ def _allowed_alias_ratio(decodes: int) -> float:
 
 
 class _Decoder:
+    """decode.go's ``unmarshal`` into ``interface{}``: every call counted as goyaml.v2 counts it
+    (``count``), so its aliasing bound and nicguard's budget apply to the same number."""
+
     def __init__(self, limits: Limits) -> None:
         self._limits = limits
+        self._budget = limits.decodes
         self._decodes = 0
         self._aliased = 0
         self._alias_depth = 0
 
     def count(self, node: Node) -> None:
-        """decode.go's ``unmarshal`` bookkeeping, and nicguard's budget on the same count."""
         self._decodes += 1
         if self._alias_depth > 0:
             self._aliased += 1
-        if (
-            self._aliased > 100
-            and self._decodes > 1000
-            and self._aliased / self._decodes > _allowed_alias_ratio(self._decodes)
-        ):
-            raise KubeYamlError(
-                f"document contains excessive aliasing at {position(node.line, node.column)}"
-            )
-        if self._decodes > self._limits.decodes:
-            raise TooCostlyError(
-                f"more than {self._limits.decodes} values (aliases expanded)", node
-            )
+            if (
+                self._aliased > 100
+                and self._decodes > 1000
+                and self._aliased / self._decodes > _allowed_alias_ratio(self._decodes)
+            ):
+                where = position(node.line, node.column)
+                raise KubeYamlError(f"document contains excessive aliasing at {where}")
+        if self._decodes > self._budget:
+            raise TooCostlyError(f"more than {self._budget} values (aliases expanded)", node)
 
     def value(self, node: Node, depth: int) -> object:
-        if node.kind == ALIAS:
-            return self._through_alias(node, lambda target: self._counted_value(target, depth))
-        if node.kind == SCALAR:
-            return _json_scalar(_resolved(node), node)
+        """The node's value; the caller has counted it."""
+        kind = node.kind
+        if kind == SCALAR:
+            return _json_scalar(resolve_plain(node.value), node) if node.plain else node.value
+        if kind == ALIAS:
+            target = _target(node)
+            self._alias_depth += 1
+            try:
+                self.count(target)
+                return self.value(target, depth)
+            finally:
+                self._alias_depth -= 1
         if depth >= self._limits.depth:
             raise TooCostlyError(f"nesting deeper than {self._limits.depth}", node)
-        if node.kind == SEQUENCE:
-            return [self._counted_value(child, depth + 1) for child in node.children]
-        mapping = _Mapping()
-        self._fill(node, mapping, depth)
-        return mapping.values
+        if kind == SEQUENCE:
+            items = []
+            for child in node.children:
+                self.count(child)
+                items.append(self.value(child, depth + 1))
+            return items
+        values: JsonObject = {}
+        self._fill(node, values, {}, depth)
+        return values
 
-    def _counted_value(self, node: Node, depth: int) -> object:
-        self.count(node)
-        return self.value(node, depth)
-
-    def _through_alias(self, alias: Node, use: Callable[[Node], object]) -> object:
-        assert alias.target is not None  # noqa: S101 - nodes.compose sets every alias's target
-        self._alias_depth += 1
-        try:
-            return use(alias.target)
-        finally:
-            self._alias_depth -= 1
-
-    def _fill(self, node: Node, mapping: _Mapping, depth: int) -> None:
-        """decode.go's ``mapping`` into a map: keys in document order, each set over the last."""
+    def _fill(self, node: Node, values: JsonObject, kinds: dict[str, str], depth: int) -> None:
+        """decode.go's ``mapping`` into a map: keys in document order, each set over the last.
+        YAMLToJSON then makes the keys strings: two that differ in Go (1 and "1") but read as
+        the same string are refused, as Go's map order would pick one (``kinds``: the Go type
+        of the key that set each name; same type and name is the same Go key)."""
         children = node.children
         for index in range(0, len(children), 2):
             key, value = children[index], children[index + 1]
-            if key.kind == SCALAR and key.plain and key.value == MERGE:
-                self._merge(value, mapping, depth)
+            if key.plain and key.kind == SCALAR and key.value == MERGE:
+                self._merge(value, values, kinds, depth)
                 continue
             self.count(key)
-            resolved = self._key(key)
-            mapping.set(resolved, key, self._counted_value(value, depth + 1))
+            kind, name = self._key(key)
+            earlier = kinds.get(name)
+            if earlier is not None and earlier != kind:
+                raise UnsureReadingError(
+                    f"two keys read as `{_cut(name)}` (a {earlier} and a {kind})", key
+                )
+            kinds[name] = kind
+            self.count(value)
+            values[name] = self.value(value, depth + 1)
 
-    def _key(self, key: Node) -> Resolved:
+    def _key(self, key: Node) -> tuple[str, str]:
+        """The key's Go type and the string YAMLToJSON makes of it."""
         if key.kind == ALIAS:
-            found = self._through_alias(key, self._aliased_key)
-            assert isinstance(found, tuple)  # noqa: S101 - _aliased_key returns Resolved
-            return found
+            target = _target(key)
+            self._alias_depth += 1
+            try:
+                self.count(target)
+                return self._key(target)
+            finally:
+                self._alias_depth -= 1
         if key.kind != SCALAR:
             raise KubeYamlError(f"invalid map key (a collection) at {_at(key)}")
-        return _resolved(key)
+        if not key.plain:
+            return "str", key.value
+        resolved = resolve_plain(key.value)
+        return resolved[0], _key_string(resolved, key)
 
-    def _aliased_key(self, target: Node) -> Resolved:
-        self.count(target)
-        return self._key(target)
-
-    def _merge(self, node: Node, mapping: _Mapping, depth: int) -> None:
+    def _merge(self, node: Node, values: JsonObject, kinds: dict[str, str], depth: int) -> None:
         """decode.go's ``merge``: a map, an alias of one, or a sequence of them applied last to
         first (so the earlier wins), each key set over what the map holds so far."""
-        if node.kind == SEQUENCE:
-            for item in reversed(node.children):
-                self._merge_one(item, mapping, depth)
-        else:
-            self._merge_one(node, mapping, depth)
-
-    def _merge_one(self, node: Node, mapping: _Mapping, depth: int) -> None:
-        target = node.target if node.kind == ALIAS else node
-        if target is None or target.kind != MAPPING:
-            raise KubeYamlError(
-                f"map merge requires map or sequence of maps as the value at {_at(node)}"
-            )
-        self.count(node)
-        if node.kind == ALIAS:
-            self._through_alias(node, lambda found: self._merge_counted(found, mapping, depth))
-        else:
-            self._fill(node, mapping, depth)
-
-    def _merge_counted(self, target: Node, mapping: _Mapping, depth: int) -> None:
-        self.count(target)
-        self._fill(target, mapping, depth)
+        for item in reversed(node.children) if node.kind == SEQUENCE else (node,):
+            target = _target(item) if item.kind == ALIAS else item
+            if target.kind != MAPPING:
+                raise KubeYamlError(
+                    f"map merge requires map or sequence of maps as the value at {_at(item)}"
+                )
+            self.count(item)
+            if item.kind != ALIAS:
+                self._fill(item, values, kinds, depth)
+                continue
+            self._alias_depth += 1
+            try:
+                self.count(target)
+                self._fill(target, values, kinds, depth)
+            finally:
+                self._alias_depth -= 1
 
 
-class _Mapping:
-    """A Go ``map[interface{}]interface{}`` as YAMLToJSON leaves it: keys made strings, two keys
-    that differ in Go but read as the same string refused (Go's map order would pick one)."""
-
-    def __init__(self) -> None:
-        self.values: JsonObject = {}
-        self._keys: dict[str, Resolved] = {}
-
-    def set(self, key: Resolved, node: Node, value: object) -> None:
-        name = _key_string(key, node)
-        earlier = self._keys.get(name)
-        if earlier is not None and earlier != key:
-            raise UnsureReadingError(
-                f"two keys read as `{name}` (a {earlier[0]} and a {key[0]})", node
-            )
-        self._keys[name] = key
-        self.values[name] = value
+def _target(alias: Node) -> Node:
+    target = alias.target
+    assert target is not None  # noqa: S101 - nodes.compose sets every alias's target
+    return target
 
 
-def _resolved(node: Node) -> Resolved:
-    return resolve_plain(node.value) if node.plain else ("str", node.value)
+def _cut(name: str) -> str:
+    return name if len(name) <= _KEY_SHOWN else name[: _KEY_SHOWN - 1] + "…"
 
 
 def _key_string(key: Resolved, node: Node) -> str:

@@ -4,9 +4,9 @@ where libyaml 0.2 and goyaml.v2's older port of it could read the same text diff
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Final
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
 
 import yaml
 
@@ -25,17 +25,27 @@ _BLANK_OR_END: Final = frozenset(" \t\r\n")
 _LONG_TAG: Final = "tag:yaml.org,2002:"
 
 
-@dataclass(slots=True, eq=False)
 class Node:
     """One node as goyaml.v2's parser builds it; ``target`` is an alias's anchored node."""
 
-    kind: int
-    line: int
-    column: int
-    value: str = ""
-    plain: bool = False
-    children: list[Node] = field(default_factory=list)
-    target: Node | None = None
+    __slots__ = ("children", "column", "kind", "line", "plain", "target", "value")
+
+    def __init__(
+        self,
+        kind: int,
+        line: int,
+        column: int,
+        value: str = "",
+        plain: bool = False,  # noqa: FBT001, FBT002 - see above
+        target: Node | None = None,
+    ) -> None:
+        self.kind = kind
+        self.line = line
+        self.column = column
+        self.value = value
+        self.plain = plain
+        self.target = target
+        self.children: list[Node] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +70,7 @@ def compose(text: str, limits: Limits, first_line: int = 0) -> Node | None:
     no further, so a second one is refused. Raises KubeYamlError."""
     loader = _LOADER(text)
     try:
-        return _Composer(text, limits, first_line).only_document(_events(loader))
+        return _Composer(text, limits, first_line, loader.get_event).only_document()
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = "" if mark is None else f" at {position(mark.line + first_line, mark.column)}"
@@ -71,89 +81,94 @@ def compose(text: str, limits: Limits, first_line: int = 0) -> Node | None:
         loader.dispose()
 
 
-def _events(loader: yaml.CSafeLoader | yaml.SafeLoader) -> Iterator[yaml.Event]:
-    """The parser's events, one at a time: a refusal stops the parse where it stands."""
-    while loader.check_event():
-        event = loader.get_event()
-        assert event is not None  # noqa: S101 - check_event said there is one
-        yield event
+_NEXT = Callable[[], "yaml.Event | None"]
+_ENDS: Final = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 class _Composer:
-    def __init__(self, text: str, limits: Limits, first_line: int) -> None:
+    """goyaml.v2's parser.go over libyaml's events. On the request path of every snapshot: one
+    loop, events told apart by their exact type (libyaml's classes are never subclassed)."""
+
+    def __init__(self, text: str, limits: Limits, first_line: int, next_event: _NEXT) -> None:
         self._text = text
         self._limits = limits
         self._first_line = first_line
-        self._count = 0
+        self._next = next_event
 
-    def only_document(self, events: Iterator[yaml.Event]) -> Node | None:
+    def only_document(self) -> Node | None:
         found: Node | None = None
         documents = 0
-        for event in events:
-            if isinstance(event, yaml.DocumentStartEvent):
+        while True:
+            event = self._next()
+            if event is None or type(event) is yaml.StreamEndEvent:
+                return found
+            if type(event) is yaml.DocumentStartEvent:
                 documents += 1
                 if documents > 1:
                     raise UnsureReadingError("a second YAML document", self._at(event))
+                assert isinstance(event, yaml.DocumentStartEvent)  # noqa: S101 - for mypy
                 if event.version is not None or event.tags:
                     raise UnsureReadingError("a %YAML or %TAG directive", self._at(event))
-                found = self._document(events)
-        return found
+                found = self._document()
 
     def _at(self, event: yaml.Event) -> Position:
         mark = event.start_mark
         assert mark is not None  # noqa: S101 - the parser marks every event
         return Position(mark.line + self._first_line, mark.column)
 
-    def _document(self, events: Iterator[yaml.Event]) -> Node | None:
+    def _document(self) -> Node | None:
         anchors: dict[str, Node] = {}
-        open_nodes: list[tuple[Node, bool]] = []  # (collection, flow style)
+        stack: list[Node] = []  # the collections open, innermost last
+        flows: list[bool] = []
+        open_ids: set[int] = set()
         root: Node | None = None
-        for event in events:
-            if isinstance(event, yaml.DocumentEndEvent):
-                return root
-            if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
-                open_nodes.pop()
+        count, limit, depth = 0, self._limits.nodes, self._limits.depth
+        first_line = self._first_line
+        while True:
+            event: Any = self._next()  # libyaml's grammar fixes which event comes where
+            kind = type(event)
+            if kind in _ENDS:
+                open_ids.discard(id(stack.pop()))
+                flows.pop()
                 continue
-            assert isinstance(event, yaml.NodeEvent)  # noqa: S101 - libyaml's grammar
-            node = self._node(event, anchors, open_nodes)
-            if open_nodes:
-                open_nodes[-1][0].children.append(node)
+            if kind is yaml.DocumentEndEvent:
+                return root
+            mark = event.start_mark
+            line, column = mark.line + first_line, mark.column
+            count += 1
+            if count > limit:
+                raise TooCostlyError(f"more than {limit} YAML nodes", Position(line, column))
+            anchor = event.anchor
+            if kind is yaml.ScalarEvent:
+                if event.tag is not None:
+                    raise _tagged(event.tag, line, column)
+                node = Node(SCALAR, line, column, event.value, bool(event.implicit[0]))
+                if node.plain and flows and flows[-1]:
+                    self._check_flow_plain(event, Position(line, column))
+            elif kind is yaml.AliasEvent:
+                target = None if anchor is None else anchors.get(anchor)
+                where = position(line, column)
+                if target is None:
+                    raise KubeYamlError(f"unknown anchor '{anchor}' referenced at {where}")
+                if id(target) in open_ids:
+                    raise KubeYamlError(f"anchor '{anchor}' value contains itself at {where}")
+                node = Node(ALIAS, line, column, anchor or "", target=target)
+            else:
+                if event.tag is not None:
+                    raise _tagged(event.tag, line, column)
+                node = Node(SEQUENCE if kind is yaml.SequenceStartEvent else MAPPING, line, column)
+            if anchor is not None and kind is not yaml.AliasEvent:
+                anchors[anchor] = node
+            if stack:
+                stack[-1].children.append(node)
             else:
                 root = node
-            if isinstance(event, yaml.CollectionStartEvent):
-                if len(open_nodes) >= self._limits.depth:
-                    raise TooCostlyError(f"nesting deeper than {self._limits.depth}", node)
-                open_nodes.append((node, bool(event.flow_style)))
-        raise KubeYamlError("the YAML stream ends inside a document")
-
-    def _node(
-        self, event: yaml.NodeEvent, anchors: dict[str, Node], open_nodes: list[tuple[Node, bool]]
-    ) -> Node:
-        self._count += 1
-        at = self._at(event)
-        if self._count > self._limits.nodes:
-            raise TooCostlyError(f"more than {self._limits.nodes} YAML nodes", at)
-        anchor = event.anchor
-        if isinstance(event, yaml.AliasEvent):
-            target = None if anchor is None else anchors.get(anchor)
-            if target is None:
-                raise KubeYamlError(f"unknown anchor '{anchor}' referenced at {_text(at)}")
-            if any(target is node for node, _ in open_nodes):
-                raise KubeYamlError(f"anchor '{anchor}' value contains itself at {_text(at)}")
-            return Node(ALIAS, at.line, at.column, value=anchor or "", target=target)
-        assert isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent)  # noqa: S101
-        if event.tag is not None:
-            raise UnsureReadingError(f"the tag `{event.tag.replace(_LONG_TAG, '!!')}`", at)
-        if isinstance(event, yaml.ScalarEvent):
-            node = Node(SCALAR, at.line, at.column, event.value, plain=bool(event.implicit[0]))
-            if node.plain and open_nodes and open_nodes[-1][1]:
-                self._check_flow_plain(event, at)
-        else:
-            kind = SEQUENCE if isinstance(event, yaml.SequenceStartEvent) else MAPPING
-            node = Node(kind, at.line, at.column)
-        if anchor is not None:
-            anchors[anchor] = node
-        return node
+            if node.kind == SEQUENCE or node.kind == MAPPING:
+                if len(stack) >= depth:
+                    raise TooCostlyError(f"nesting deeper than {depth}", node)
+                stack.append(node)
+                open_ids.add(id(node))
+                flows.append(bool(event.flow_style))
 
     def _check_flow_plain(self, event: yaml.ScalarEvent, at: Position) -> None:
         """goyaml.v2 lets ``:`` continue a plain scalar in a flow collection and ends one at
@@ -167,5 +182,5 @@ class _Composer:
             raise UnsureReadingError("a plain scalar with `:` or `?` in a flow collection", at)
 
 
-def _text(mark: Position) -> str:
-    return position(mark.line, mark.column)
+def _tagged(tag: str, line: int, column: int) -> UnsureReadingError:
+    return UnsureReadingError(f"the tag `{tag.replace(_LONG_TAG, '!!')}`", Position(line, column))

@@ -32,6 +32,8 @@ _DOT_FLOAT: Final = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")
 _MAX_INT64: Final = (1 << 63) - 1
 _MAX_UINT64: Final = (1 << 64) - 1
 _DIGITS: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
+_MAX_DIGITS: Final = 64  # a uint64 in base 2
+_SHORT_DECIMAL: Final = 18  # digits that always fit an int64
 
 MERGE: Final = "<<"
 
@@ -44,6 +46,8 @@ def resolve_plain(text: str) -> Resolved:
     """
     if not text or text[0] not in _HINTED:
         return ("null", None) if not text else ("str", text)
+    if text.isdigit() and text.isascii() and len(text) <= _SHORT_DECIMAL and text[0] != "0":
+        return ("int", int(text))  # the common case, decided at once: a short decimal
     if text in _BOOLS:
         return ("bool", _BOOLS[text])
     if text in _NULLS:
@@ -57,23 +61,17 @@ def resolve_plain(text: str) -> Resolved:
     plain = text.replace("_", "")
     number = _parse_int(plain)
     if number is None and plain[:1] != "+":
-        number = _parse_uint(plain, 0)
-        if number is not None and number <= _MAX_INT64:
-            number = None  # ParseInt would have taken it
+        number = _parse_uint(plain, 0)  # beyond int64: the uint64 range
     if number is not None:
         return ("int", number)
     if _YAML_STYLE_FLOAT.fullmatch(plain):
         found = _float(plain)
         if found[0] == "float":
             return found
+    # resolve.go's last tries: ParseInt(plain[2:], 2) after "0b" reads a sign there ("0b-101");
+    # its other ones (ParseUint after "0b", "-0b") find nothing base 0 did not read already.
     if plain.startswith("0b"):
         number = _parse_int(plain[2:], 2)
-        if number is None and plain[2:3] != "+":
-            number = _parse_uint(plain[2:], 2)
-        if number is not None:
-            return ("int", number)
-    elif plain.startswith("-0b"):
-        number = _parse_int("-" + plain[3:], 2)
         if number is not None:
             return ("int", number)
     return ("str", text)
@@ -110,6 +108,9 @@ def _parse_uint(text: str, base: int) -> int | None:
                 base, text = {"b": 2, "o": 8, "x": 16}[prefix], text[2:]
             else:
                 base, text = 8, text[1:]
+    text = text.lstrip("0")  # zeros add nothing; a long run of them must not cost a loop
+    if len(text) > _MAX_DIGITS:
+        return None  # beyond 64 bits in any base, or not digits: ParseUint fails either way
     value = 0
     for char in text.lower():
         digit = _DIGITS.find(char)

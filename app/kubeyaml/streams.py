@@ -6,7 +6,7 @@ lines that start with ``---``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Final
 
 from app.kubeyaml.errors import KubeYamlError
@@ -38,7 +38,7 @@ def looks_like_json(text: str) -> bool:
     return _trim_left(head).startswith("{")
 
 
-def yaml_chunks(text: str) -> Iterator[tuple[int, str]]:
+def yaml_chunks(text: str, first_line: int = 0) -> Iterator[tuple[int, str]]:
     """YAMLReader's documents with the 0-based line each starts on: lines as bufio's ReadLine
     gives them (``\\r\\n`` and ``\\n`` dropped, ``\\n`` put back), split at lines starting with
     ``---`` followed by nothing but space and a comment; empty documents are dropped."""
@@ -48,8 +48,8 @@ def yaml_chunks(text: str) -> Iterator[tuple[int, str]]:
     else:
         lines[-1] += "\r"  # kept below: ReadLine strips \r only before \n
     buffer: list[str] = []
-    start = 0
-    for number, raw in enumerate(lines):
+    start = first_line
+    for number, raw in enumerate(lines, start=first_line):
         line = raw[:-1] if raw.endswith("\r") else raw
         if line.startswith(_SEPARATOR):
             rest = _trim_left(line[len(_SEPARATOR) :])
@@ -64,43 +64,67 @@ def yaml_chunks(text: str) -> Iterator[tuple[int, str]]:
         yield start, "".join(buffer)
 
 
-def json_values(text: str) -> Iterator[object]:
+class _NotJsonError(Exception):
+    """Text Go's JSON decoder refuses that Python's accepts (NaN, Infinity)."""
+
+
+def json_values(text: str) -> Generator[object, None, tuple[int, int] | None]:
     """Each JSON value of the stream (Go's json.Decoder), ``null`` skipped as kubectl skips it;
-    numbers as kubectl sends them on (64-bit integers, whole floats written as integers)."""
+    numbers as kubectl sends them on (64-bit integers, whole floats written as integers).
+
+    Where the stream stops being JSON after at most one value, YAMLOrJSONDecoder reads the rest
+    as YAML: how many values were yielded and the index it starts from are returned (None at the
+    end of a JSON stream).
+    """
     decoder = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int64, parse_float=_float64)
-    index, number = 0, 0
+    consumed, decoded, yielded = 0, 0, 0
     while True:
+        index = consumed
         while index < len(text) and text[index] in _JSON_SPACE:
             index += 1
         if index == len(text):
-            return
-        number += 1
+            return None
         try:
-            value, index = decoder.raw_decode(text, index)
-        except (ValueError, OverflowError) as error:
-            raise KubeYamlError(
-                f"document {number}: not JSON, though the file starts with '{{' "
-                f"({' '.join(str(error).split())})"
-            ) from None
+            value, consumed = decoder.raw_decode(text, index)
+        except (json.JSONDecodeError, _NotJsonError) as error:
+            if decoded > 1:
+                raise KubeYamlError(
+                    f"document {decoded + 1}: not JSON, though the file starts with '{{' "
+                    f"({' '.join(str(error).split())})"
+                ) from None
+            return yielded, _after_blank_line(text, consumed)
+        except RecursionError:
+            raise KubeYamlError(f"document {decoded + 1}: JSON nested too deeply") from None
+        decoded += 1
         if value is not None:
+            yielded += 1
             yield value
 
 
+def _after_blank_line(text: str, index: int) -> int:
+    """YAMLOrJSONDecoder's consumeWhitespace: white space up to and including a line break."""
+    while index < len(text) and _go_space(text[index]):
+        index += 1
+        if text[index - 1] == "\n":
+            break
+    return index
+
+
 def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
+    raise _NotJsonError(f"{name} is not a JSON number")
 
 
 def _int64(text: str) -> int:
     value = int(text)
     if not _MIN_INT64 <= value <= _MAX_INT64:
-        raise ValueError(f"the integer {text} does not fit 64 bits")
+        raise KubeYamlError(f"the JSON integer {text} does not fit 64 bits")
     return value
 
 
 def _float64(text: str) -> object:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise ValueError(f"the number {text} does not fit 64 bits")
+        raise KubeYamlError(f"the JSON number {text} does not fit 64 bits")
     if value.is_integer() and abs(value) < _PLAIN_FLOAT_BOUND:
         return int(value)
     return value

@@ -31,7 +31,12 @@ from app.web.body import (
     HTTPProblemError,
     json_body,
 )
-from app.web.request import AdmissionRequest, MalformedReviewError, request_from_body
+from app.web.request import (
+    AdmissionRequest,
+    MalformedReviewError,
+    decodes_yaml,
+    request_from_body,
+)
 from app.web.response import review_response
 from app.web.router import router
 
@@ -103,12 +108,21 @@ class _Validate:
         # Its own threads, not the loop's default executor: a read still hanging after its
         # deadline must not hold up whoever closes the loop (asyncio.run waits for those).
         self._fetching = ThreadPoolExecutor(max_workers=4, thread_name_prefix="runtime-get")
+        # A ConfigMap's YAML (a runtime snapshot's data.runtime: up to 256 KiB from any ConfigMap
+        # writer) is decoded here, never on the loop that answers other reviews and the probes;
+        # one thread: one parse's memory at a time (docs/operations.md).
+        self._decoding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="yaml-decode")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         try:
             body = await json_body(scope, receive, self._body_timeout)
-            admission = request_from_body(body, self._recipe)
+            if decodes_yaml(body):
+                admission = await asyncio.get_running_loop().run_in_executor(
+                    self._decoding, request_from_body, body, self._recipe
+                )
+            else:
+                admission = request_from_body(body, self._recipe)
         except HTTPProblemError as problem:
             status, content = (
                 problem.status,

@@ -15,6 +15,7 @@ from app.domain.kinds import Protected, kind_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
+from app.kubeyaml import load_snapshot_yaml
 
 API_VERSION: Final = "admission.k8s.io/v1"
 KIND: Final = "AdmissionReview"
@@ -74,10 +75,10 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
         owner = snapshot_owner(obj)
         if owner is not None:
             judged = Protected.RUNTIME_SNAPSHOT
-            snapshot = read_snapshot(obj, owner, load_yaml)
+            snapshot = read_snapshot(obj, owner, load_snapshot_yaml)
             old_owner = snapshot_owner(old_obj)
             if old_obj is not None and old_owner is not None:
-                old_snapshot = read_snapshot(old_obj, old_owner, load_yaml)
+                old_snapshot = read_snapshot(old_obj, old_owner, load_snapshot_yaml)
     return AdmissionRequest(
         uid=uid,
         review=Review(
@@ -100,6 +101,14 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
         username=username,
         dry_run=request.get("dryRun") is True,
     )
+
+
+def decodes_yaml(body: object) -> bool:
+    """Whether ``request_from_body`` may decode YAML for this body (a ConfigMap's: the recipe, a
+    runtime snapshot): work the webhook keeps off its event loop."""
+    request = as_map((as_map(body) or _EMPTY).get("request")) or _EMPTY
+    request_kind = as_map(request.get("kind")) or _EMPTY
+    return request_kind.get("group") == "" and request_kind.get("kind") == Protected.RECIPE
 
 
 def _protected(

@@ -241,3 +241,61 @@ def test_a_tampered_runtime_snapshot_among_the_files_is_denied(tmp_path: Path) -
         "ClusterTrainingRuntime torch-distributed-tcpxo): at position eth3"
     )
     assert violation["field"].startswith("data.runtime: spec.template.spec.replicatedJobs[0]")
+
+
+def _swapped(value: str) -> str:
+    return (
+        value.replace("gpu-nic-2", "gpu-nic-X")
+        .replace("gpu-nic-3", "gpu-nic-2")
+        .replace("gpu-nic-X", "gpu-nic-3")
+    )
+
+
+def test_a_merge_key_overriding_the_wiring_is_judged_as_kubectl_sends_it(tmp_path: Path) -> None:
+    """goyaml.v2 applies ``<<`` in document order: the swapped value after the good key wins."""
+    lines = (ROOT / STATE / "torch-distributed-tcpxo.yaml").read_text().splitlines()
+    (at,) = [i for i, line in enumerate(lines) if "networking.gke.io/interfaces:" in line]
+    indent, value = lines[at].split("networking.gke.io/interfaces: ")
+    lines.insert(at + 1, f"{indent}<<: {{networking.gke.io/interfaces: {_swapped(value)}}}")
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("\n".join(lines) + "\n")
+    run = nicguard("check", "--state", STATE, str(merged))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "[MappingDivergesFromRecipe]" in run.stdout
+
+
+def test_run_launcher_as_node_y_is_true_as_kubectl_sends_it(tmp_path: Path) -> None:
+    text = (ROOT / "examples/objects/mpi-launcher-runtime.yaml").read_text()
+    assert "runLauncherAsNode: true" in text
+    launcher = tmp_path / "launcher.yaml"
+    launcher.write_text(text.replace("runLauncherAsNode: true", "runLauncherAsNode: y"))
+    run = nicguard("check", "--state", STATE, str(launcher))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "launcher job: at position eth3" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        pytest.param(
+            "kind: ConfigMap\n---\nkind: !!str ClusterTrainingRuntime\n",
+            "document 2: the tag `!!str` at line 3, column 7: nicguard cannot be sure to read it "
+            "as Trainer and kubectl do",
+            id="tag",
+        ),
+        pytest.param(
+            "kind: ClusterTrainingRuntime\nspec: {args: [a:b]}\n",
+            "document 1: a plain scalar with `:` or `?` in a flow collection at line 2, column 15",
+            id="flow-colon",
+        ),
+    ],
+)
+def test_a_construct_kubectl_may_read_otherwise_exits_two_naming_file_and_document(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    unsure = tmp_path / "unsure.yaml"
+    unsure.write_text(text)
+    run = nicguard("check", "--state", STATE, str(unsure))
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith(f"nicguard: {unsure}: {reason}")
+    assert len(run.stderr.splitlines()) == 1

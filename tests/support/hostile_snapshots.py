@@ -1,0 +1,71 @@
+"""The costliest ``data.runtime`` texts a ConfigMap writer can send (SPEC §14: the worst accepted
+input costs at most 50 ms of CPU and 16 MiB): shared by the unit bound on memory, the live test
+of a serving process and bench.snapshot_cost's CPU numbers."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from app.domain.runtime_snapshot import MAX_RUNTIME_BYTES
+
+_NAME: Final = "metadata: {name: x}\n"
+
+
+def _fill(head: str, unit: str, tail: str, count: int | None = None) -> str:
+    """``head`` + ``unit`` repeated (``count`` times, or to the 256 KiB cap) + ``tail``."""
+    if count is None:
+        count = (MAX_RUNTIME_BYTES - len(head) - len(tail)) // len(unit)
+    return head + unit * count + tail
+
+
+def empty_maps(count: int | None = None) -> str:
+    """``spec: [{},{},…]``: the reproduction of the bypass review (1 MiB there); ``count`` + 1
+    maps, or as many as 256 KiB holds."""
+    return _fill(_NAME + "spec: [", "{},", "{}]\n", count)
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """Each level an anchored list of ten aliases of the one before: 10**levels values."""
+    lines = [_NAME + "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def aliased_list(nodes: int, aliases: int) -> str:
+    """One anchored list of ``nodes`` scalars and ``aliases`` aliases of it: a quarter of the
+    values come from the text itself, so goyaml.v2's own aliasing bound lets it through."""
+    items = ", ".join(["1"] * nodes)
+    refs = "".join(f"b{i}: *a\n" for i in range(aliases))
+    return f"{_NAME}a: &a [{items}]\n{refs}"
+
+
+def worst_accepted() -> dict[str, str]:
+    """Texts just within the reader's budget (SNAPSHOT_LIMITS: 5,000 nodes, 10,000 values),
+    each costly another way."""
+    keys = 2_495
+    width = (MAX_RUNTIME_BYTES - 64) // keys - 6
+    return {
+        "4,993 empty maps": empty_maps(4_992),
+        "2,495 long keys": _NAME + "".join(f"k{i:0{width}d}: 1\n" for i in range(keys)),
+        "9,977 values through aliases": aliased_list(2_490, 3),
+        "one 256 KiB plain scalar": _fill(_NAME + "x: ", "1", "\n"),
+        "one 256 KiB octal-looking integer": _fill(_NAME + "x: 0", "0", "\n"),
+        "one 256 KiB decimal-looking float": _fill(_NAME + "x: 1", "0", ".5\n"),
+        "64 levels of nesting": _NAME + "x: " + "[" * 63 + "]" * 63 + "\n",
+        "4,900 aliases 62 levels deep": _NAME
+        + "a: &a 1\nx: "
+        + "[" * 62
+        + ", ".join(["*a"] * 4_900)
+        + "]" * 62
+        + "\n",
+    }
+
+
+def refused_for_cost() -> dict[str, str]:
+    """Texts refused by a bound: the cost is what it takes to get there."""
+    return {
+        "256 KiB of empty maps": empty_maps(),
+        "alias bomb (10**9 values)": alias_bomb(),
+        "alias expansion beyond 10,000": aliased_list(2_490, 4),
+        "65 levels of nesting": _NAME + "x: " + "[" * 65 + "]" * 65 + "\n",
+    }

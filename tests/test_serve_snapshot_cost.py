@@ -1,0 +1,157 @@
+"""The costliest runtime snapshot reviews any ConfigMap writer can make the apiserver send, against
+a live ``nicguard serve`` (file mode, real TLS): a 1 MiB and a 256 KiB ``spec: [{},{},…]`` copy
+and an alias bomb, as CREATE and UPDATE, sent concurrently while ``/healthz`` is polled without
+pause. Each is denied RuntimeSnapshotInvalid, RSS stays within 200 MiB and ``/healthz`` answers
+within 1 s throughout (SPEC §10, §14). The numbers it prints are the ones in RELIABILITY.md."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from tests.harness.procs import http_status
+from tests.live_serve import LiveServe, live_serve
+from tests.support.hostile_snapshots import alias_bomb, empty_maps
+
+pytestmark = pytest.mark.slow
+
+SENDERS: Final = 4
+ROUNDS: Final = 8
+RSS_BOUND_MIB: Final = 200
+HEALTHZ_BOUND_S: Final = 1.0
+OWNER: Final = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "name": "job",
+    "uid": "0b5e8f5c-2d7a-4f3e-9d1c-6a4b3c2d1e0f",
+    "controller": True,
+}
+
+
+def _configmap(runtime: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "job-runtime-snapshot",
+            "namespace": "team",
+            "ownerReferences": [OWNER],
+        },
+        "data": {"runtime": runtime},
+    }
+
+
+def _review(runtime: str, *, update: bool) -> bytes:
+    kind = {"group": "", "version": "v1", "kind": "ConfigMap"}
+    request: dict[str, object] = {
+        "uid": "5d0e1c1e-3b8a-4f0c-9a1d-2e3f4a5b6c7d",
+        "kind": kind,
+        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        "namespace": "team",
+        "name": "job-runtime-snapshot",
+        "operation": "UPDATE" if update else "CREATE",
+        "userInfo": {"username": "mallory"},
+        "object": _configmap(runtime),
+        "dryRun": True,
+    }
+    if update:
+        request["oldObject"] = _configmap(runtime)
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return json.dumps(body).encode()
+
+
+HOSTILE: Final = {
+    "1 MiB spec: [{},...]": empty_maps(count=(1024 * 1024 - 30) // 3),
+    "256 KiB spec: [{},...]": empty_maps(),
+    "alias bomb": alias_bomb(),
+}
+BODIES: Final = [
+    (f"{name} {'UPDATE' if update else 'CREATE'}", _review(text, update=update))
+    for name, text in HOSTILE.items()
+    for update in (False, True)
+]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServe]:
+    with live_serve(tmp_path) as served:
+        yield served
+
+
+def _send(server: LiveServe) -> list[tuple[str, float]]:
+    """Every hostile body, ROUNDS times over, on one kept connection: each denied."""
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=server.context)
+    took: list[tuple[str, float]] = []
+    try:
+        for _ in range(ROUNDS):
+            for name, body in BODIES:
+                started = time.perf_counter()
+                connection.request(
+                    "POST", "/validate", body=body, headers={"Content-Type": "application/json"}
+                )
+                reply = connection.getresponse()
+                answer = reply.read()
+                took.append((name, time.perf_counter() - started))
+                assert reply.status == 200, (name, answer[:200])
+                assert b'"allowed":false' in answer, name
+                assert b"RuntimeSnapshotInvalid" in answer, (name, answer[:400])
+    finally:
+        connection.close()
+    return took
+
+
+def test_the_costliest_snapshot_reviews_leave_memory_and_probes_within_bounds(
+    server: LiveServe,
+) -> None:
+    pid = server.process.pid
+    rss_before = rss_kib(pid)
+    done = threading.Event()
+    probes: list[float] = []
+    peak = [rss_before]
+
+    def poll() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            assert http_status(f"{server.probes}/healthz") == 200
+            probes.append(time.perf_counter() - started)
+            peak[0] = max(peak[0], rss_kib(pid))
+
+    poller = threading.Thread(target=poll, name="healthz-poller")
+    poller.start()
+    started = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=SENDERS) as senders:
+            results = [f.result() for f in [senders.submit(_send, server) for _ in range(SENDERS)]]
+    finally:
+        done.set()
+        poller.join()
+    elapsed = time.perf_counter() - started
+    took = [t for result in results for t in result]
+    slowest = {name: max(t for n, t in took if n == name) for name, _ in BODIES}
+    print(  # noqa: T201 - the numbers RELIABILITY.md records (-rP)
+        f"RELIABILITY snapshot cost: {len(took)} hostile snapshot reviews from {SENDERS} "
+        f"clients in {elapsed:.1f} s; slowest answer per kind "
+        + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in slowest.items())
+        + f"; /healthz {len(probes)} polls, max {max(probes) * 1000:.0f} ms; "
+        f"RSS {rss_before / 1024:.0f} -> peak {peak[0] / 1024:.0f} MiB"
+    )
+    assert len(took) == SENDERS * ROUNDS * len(BODIES)
+    assert probes, "/healthz was never polled"
+    assert max(probes) < HEALTHZ_BOUND_S
+    assert peak[0] / 1024 <= RSS_BOUND_MIB
+    assert server.process.running()
