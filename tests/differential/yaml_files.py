@@ -18,6 +18,12 @@ SEPARATORS: Final = (
     *("----\n", "  ---\n", "--- |\n", "---\r\n", "--- >\n", "--- {}\n", "---#\n", "--- null\n"),
 )
 """Between two documents: separators kubectl takes, and lines it refuses or reads as content."""
+_INT64_EDGES: Final = (
+    *("9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809"),
+    *("18446744073709551615", "18446744073709551616", "100000000000000000000000", "1e400"),
+)
+"""Integers around int64 and uint64 (goyaml.v2 reads them as int64, uint64 or float64; kubectl's
+unstructured decoder keeps int64 and reads any other number as float64)."""
 STREAMS: Final = (
     "",
     "\n",
@@ -43,6 +49,8 @@ STREAMS: Final = (
     "kind: A\nkind: B\n",
     "{kind: A}\n",
     "[{kind: A}]\n",
+    *(f"a: {n}\n" for n in _INT64_EDGES),
+    *(f'{{"a": {n}}}' for n in _INT64_EDGES),
 )
 """Whole files: empty and comment-only documents, JSON streams, scalars and lists."""
 
