@@ -63,9 +63,12 @@ type marshalAnswer struct {
 }
 
 // snapshot decodes as getRuntimeSnapshot (pkg/runtime/core/snapshot.go @v2.3.0) does. Trainer
-// picks the target type by the TrainJob's runtimeRef kind (ClusterTrainingRuntime.NewObjects or
-// TrainingRuntime.NewObjects); both types have the same fields, so the copy is decoded into each
-// and a difference between the two readings is reported as an error of the oracle itself.
+// picks the target type by the TrainJob's spec.runtimeRef (RuntimeRefToRuntimeRegistryKey selects
+// ClusterTrainingRuntime.NewObjects or TrainingRuntime.NewObjects, each decoding into its own
+// type); both types have the same fields, so the copy is decoded into each, and a difference
+// between the two readings is reported as an error of the oracle itself. What getRuntimeSnapshot
+// checks after decoding (name, group and kind against runtimeRef; v2.3.0's own copies, without
+// apiVersion and kind, fail it: kubeflow/trainer#3921) is left to the caller.
 func snapshot(id json.RawMessage, text string) snapshotAnswer {
 	found := snapshotAnswer{ID: id}
 	var cluster trainer.ClusterTrainingRuntime
