@@ -1,4 +1,4 @@
-"""kubectl's reading of a file against nicguard's (docs/cli.md, ``check``; SPEC §7).
+"""kubectl's reading of a file against nicguard's (docs/commands.md, ``check``; SPEC §7).
 
 For every text of the generated YAML corpus (tests/differential/yaml_corpus.py: the snapshot
 corpus's texts as files, documents around every kind of separator, JSON streams, empty,
