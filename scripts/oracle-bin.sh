@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # oracle-bin.sh - print ONE line on stdout: the path of the differential tests' Go oracle
-# (tests/oracle: GKE's annotation parser and Trainer's patch merge, from the upstream modules pinned
-# in its go.mod/go.sum). Precedence: NICGUARD_ORACLE (an explicit executable, printed as-is) > cache,
+# (tests/oracle: GKE's annotation parser, Trainer's patch merge and snapshot decoding, kubectl's YAML
+# reading, from the upstream modules pinned in its go.mod/go.sum). Precedence: NICGUARD_ORACLE (an explicit executable, printed as-is) > cache,
 # built once per source version (key: hash of tests/oracle's go.mod, go.sum and *.go) from the Go
 # module proxy with GOFLAGS=-mod=readonly. Progress -> stderr.
 # Env: NICGUARD_ORACLE_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto: may fetch go.mod's toolchain),

@@ -56,6 +56,42 @@ class Effective:
     """Every other job after the merge whose pod annotations carry the interfaces key."""
 
 
+@dataclass(frozen=True, slots=True)
+class SnapshotJob:
+    """A replicatedJob of a decoded snapshot: its Job-template labels, pod-template annotations."""
+
+    name: str
+    labels: dict[str, str] | None
+    annotations: dict[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Trainer's decoding of a snapshot's ``data.runtime`` (``getRuntimeSnapshot``), or its error.
+
+    ``runtime`` is the whole decoded copy as Go encodes the typed object (None on error)."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    labels: dict[str, str] | None
+    run_launcher_as_node: bool | None
+    wired: tuple[WiredJob, ...]
+    jobs: tuple[SnapshotJob, ...]
+    runtime: dict[str, object] | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Documents:
+    """The JSON documents kubectl sends for a file, and the error it stops on (the documents
+    before it are sent all the same)."""
+
+    documents: tuple[object, ...]
+    error: str | None
+
+
 def oracle_path() -> str:
     """The oracle binary, or a test failure saying how to build it (never a skip)."""
     path = os.environ.get("NICGUARD_ORACLE", "")
@@ -129,6 +165,46 @@ class Oracle:
             annotated=_jobs(answer.get("annotated")),
         )
 
+    def snapshot(self, text: str) -> Snapshot:
+        """Trainer v2.3.0's reading of ``text`` as a snapshot's ``data.runtime``."""
+        answer = self._ask({"op": "snapshot", "yaml": text})
+        error, runtime, flag = (
+            answer.get("error"),
+            answer.get("runtime"),
+            answer.get("runLauncherAsNode"),
+        )
+        assert runtime is None or isinstance(runtime, dict)
+        assert flag is None or isinstance(flag, bool)
+        return Snapshot(
+            api_version=str(answer.get("apiVersion", "")),
+            kind=str(answer.get("kind", "")),
+            name=str(answer.get("name", "")),
+            namespace=str(answer.get("namespace", "")),
+            labels=_strings(answer.get("labels")),
+            run_launcher_as_node=flag,
+            wired=_jobs(answer.get("wired")),
+            jobs=tuple(_snapshot_job(item) for item in _list(answer.get("jobs"))),
+            runtime=runtime,
+            error=None if error is None else str(error),
+        )
+
+    def yaml_to_json(self, text: str) -> Documents:
+        """What kubectl sends for a file holding ``text``."""
+        answer = self._ask({"op": "yaml2json", "yaml": text})
+        error, documents = answer.get("error"), answer.get("documents")
+        return Documents(
+            documents=tuple(_list(documents)),
+            error=None if error is None else str(error),
+        )
+
+    def marshal(self, runtime: object) -> str:
+        """The text Trainer's ``createRuntimeSnapshot`` writes for ``runtime``."""
+        answer = self._ask({"op": "marshal", "runtime": runtime})
+        assert "error" not in answer, answer
+        text = answer["yaml"]
+        assert isinstance(text, str)
+        return text
+
     def close(self) -> None:
         stdin, _ = self._pipes()
         stdin.close()
@@ -148,6 +224,23 @@ def _entry(item: object) -> Entry:
     assert network is None or isinstance(network, str)
     assert interface is None or isinstance(interface, str)
     return (name, network, interface)
+
+
+def _strings(value: object) -> dict[str, str] | None:
+    if value is None:
+        return None
+    assert isinstance(value, dict)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()), value
+    return dict(value)
+
+
+def _snapshot_job(item: object) -> SnapshotJob:
+    assert isinstance(item, dict)
+    return SnapshotJob(
+        name=str(item["name"]),
+        labels=_strings(item.get("labels")),
+        annotations=_strings(item.get("annotations")),
+    )
 
 
 def _jobs(value: object) -> tuple[WiredJob, ...]:

@@ -1,4 +1,5 @@
-"""The oracle is built from the upstream versions the differential tests' docstrings state."""
+"""The oracle is built from the upstream versions the differential tests' docstrings state:
+those Trainer v2.3.0's go.mod pins (sigs.k8s.io/yaml and its goyaml.v2 read snapshots and files)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ PINNED = {
     "sigs.k8s.io/jobset": "v0.12.0",
     "k8s.io/apimachinery": "v0.36.2",
     "k8s.io/api": "v0.36.2",
+    "sigs.k8s.io/yaml": "v1.6.0",
+    "go.yaml.in/yaml/v2": "v2.4.3",
 }
 
 

@@ -1,5 +1,6 @@
-// Command oracle computes what GKE and Kubeflow Trainer compute from an object, with their own Go
-// code at the versions pinned in go.mod, for nicguard's differential tests (tests/differential).
+// Command oracle computes what GKE, Kubeflow Trainer and kubectl compute from an object or a text,
+// with their own Go code at the versions pinned in go.mod, for nicguard's differential tests
+// (tests/differential).
 //
 // Long-lived: one JSON request per line on stdin, one JSON answer per line on stdout.
 //
@@ -10,8 +11,9 @@
 //	     after Trainer's own merge of runtimePatches (v2.3) or podTemplateOverrides (v2.1).
 //	{"id":3,"op":"versions"} -> the modules this binary was built with.
 //
-// Objects are decoded as Trainer's client decodes what the apiserver stored (case-sensitive
-// field names, unknown fields dropped as the CRD's structural schema prunes them).
+// The YAML ops (snapshot, yaml2json, marshal) are in yaml.go. Objects given as JSON are decoded
+// as Trainer's client decodes what the apiserver stored (case-sensitive field names, unknown
+// fields dropped as the CRD's structural schema prunes them).
 package main
 
 import (
@@ -43,6 +45,7 @@ type request struct {
 	Trainer    string          `json:"trainer"`
 	Runtime    json.RawMessage `json:"runtime"`
 	TrainJob   json.RawMessage `json:"trainjob"`
+	YAML       *string         `json:"yaml"`
 }
 
 type entry struct {
@@ -165,6 +168,16 @@ func answer(line []byte) any {
 		return parse(req.ID, *req.Annotation)
 	case "effective":
 		return effective(req)
+	case "snapshot", "yaml2json":
+		if req.YAML == nil {
+			return errorAnswer{ID: req.ID, Error: req.Op + " needs yaml"}
+		}
+		if req.Op == "snapshot" {
+			return snapshot(req.ID, *req.YAML)
+		}
+		return yamlToJSON(req.ID, *req.YAML)
+	case "marshal":
+		return marshal(req.ID, req.Runtime)
 	case "versions":
 		return versions(req.ID)
 	}
