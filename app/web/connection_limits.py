@@ -18,7 +18,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.web.body import MAX_BODY_BYTES
-from app.web.body_budget import BodyBudget
+from app.web.body_budget import DECODED_FROM_BYTES, BodyBudget, decoded_cost
 from app.web.capacity import Capacity
 from app.web.peer import with_tls_extension
 
@@ -113,7 +113,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head: int | None = 0
         self._partial = False  # a request has begun and is not whole yet
         self._oversized = False
-        # The current request's body: bytes reserved in the listener's body budget, received.
+        # The current request's body: bytes reserved in the listener's body budget; received,
+        # counting what decoding a large one will hold (app/web/body_budget.py).
         self._reserved = self._received = 0
 
     # --- accept, TLS, close ----------------------------------------------------------------
@@ -289,7 +290,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         bodies = self.listener.bodies
         if bodies is not None and not self.cycle.response_complete:  # else uvicorn drops it
             self._received += len(body)
-            if self._received > self._reserved:  # chunked, or longer than declared
+            if self._received > DECODED_FROM_BYTES:
+                self._received += decoded_cost(body)
+            if self._received > self._reserved:  # chunked, longer than declared, or costly
                 if self._phase is _Phase.CLOSED:
                     return
                 if not bodies.budget.take(self, self._received - self._reserved):

@@ -30,7 +30,7 @@ from app.web.body_budget import BodyBudget
 from app.web.connection_limits import Bodies, Closed, LimitedServer, Limits, limited_config
 from tests.web.conftest import EXAMPLES, RECIPE
 
-BUDGET: Final = 64 * 1024
+BUDGET: Final = 1024 * 1024
 REVIEW: Final = (EXAMPLES / "reviews" / "drifted-runtime.json").read_bytes()
 
 
@@ -169,8 +169,7 @@ def test_a_content_length_that_does_not_fit_is_refused_before_its_body_is_read(
     assert headers["retry-after"] == "1"
     assert headers["connection"] == "close"
     assert json.loads(body) == {
-        "error": "request bodies held at once would exceed the body budget (0.0625 MiB); "
-        "retry later",
+        "error": "request bodies held at once would exceed the body budget (1 MiB); retry later",
         "status": 503,
     }
     assert closed(refused)
@@ -217,6 +216,24 @@ def test_a_body_longer_than_its_content_length_is_not_held_beyond_it(served: Ser
     sock.sendall(head(len(REVIEW)) + REVIEW + b"x" * 5000 + b"\r\n\r\n")
     assert response(sock)[0] == 400
     assert closed(sock)
+    wait_for(lambda: served.budget.held == 0)
+
+
+def test_a_large_body_counts_what_decoding_it_would_hold(served: Served) -> None:
+    """200 KiB of padding fits; 200 KiB of ``{}`` (4.5 MiB of dicts once decoded) does not,
+    however much is free: it is closed as it arrives, never decoded."""
+    size = 200 * 1024
+    padding = b'{"padding":"' + b"x" * (size - 14) + b'"}'
+    costly = b"[" + b"{}," * ((size - 2) // 3 - 1) + b"{}]"
+    cheap = served.connect()
+    cheap.sendall(head(len(padding)) + padding)
+    assert response(cheap)[0] == 400  # answered: not an AdmissionReview
+    sock = served.connect()
+    sock.sendall(head(len(costly)))
+    with contextlib.suppress(OSError, ssl.SSLError):  # closed while we send
+        sock.sendall(costly)
+    assert closed(sock)
+    assert served.closed == [Closed.BODY_BUDGET]
     wait_for(lambda: served.budget.held == 0)
 
 
