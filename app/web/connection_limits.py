@@ -115,6 +115,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._oversized = False
         # The current request's body: bytes reserved in the listener's body budget; received,
         # counting what decoding a large one will hold (app/web/body_budget.py).
+        self._bodies = self.listener.bodies
         self._reserved = self._received = 0
 
     # --- accept, TLS, close ----------------------------------------------------------------
@@ -210,7 +211,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._handshake = None
         self._disarm()
         self.listener.capacity.leave(self)
-        if (bodies := self.listener.bodies) is not None:
+        if (bodies := self._bodies) is not None:
             bodies.budget.release(self)
 
     # --- the deadline ----------------------------------------------------------------------
@@ -262,7 +263,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         ):
             self._oversized = True
             raise _HeadersTooLargeError
-        if (bodies := self.listener.bodies) is None:
+        if (bodies := self._bodies) is None:
             super().on_headers_complete()
             return
         self._received = 0
@@ -287,7 +288,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         return 0
 
     def on_body(self, body: bytes) -> None:
-        bodies = self.listener.bodies
+        bodies = self._bodies
         if bodies is not None and not self.cycle.response_complete:  # else uvicorn drops it
             self._received += len(body)
             if self._received > DECODED_FROM_BYTES:
@@ -304,7 +305,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._partial, self._head = False, 0
-        if (bodies := self.listener.bodies) is not None:
+        if (bodies := self._bodies) is not None:
             bodies.budget.arrived(self)
         if self._phase is not _Phase.WAITING:
             return
@@ -317,7 +318,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         cast("_OneWrite", self.transport).flush()  # a head without a body (HEAD, 204)
         queued = bool(self.pipeline)
         super().on_response_complete()
-        if self._phase is _Phase.WAITING and (bodies := self.listener.bodies) is not None:
+        if self._phase is _Phase.WAITING and (bodies := self._bodies) is not None:
             bodies.budget.release(self)  # answered before its body was whole: it is dropped
         if self._phase is not _Phase.ANSWERING or self.transport.is_closing():
             return
@@ -338,7 +339,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._phase = _Phase.IDLE
         self._disarm()
         self.listener.capacity.idle(self)
-        if (bodies := self.listener.bodies) is not None:
+        if (bodies := self._bodies) is not None:
             bodies.budget.release(self)
 
     # --- headers over the cap ---------------------------------------------------------------
