@@ -9,7 +9,7 @@ import enum
 import ssl
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from socket import SocketType
 from typing import Any, ClassVar, Final, cast
 
@@ -17,6 +17,7 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from app.heap import ClosedConnections
 from app.web.body import MAX_BODY_BYTES
 from app.web.body_budget import DECODED_FROM_BYTES, BodyBudget, decoded_cost
 from app.web.capacity import Capacity
@@ -71,6 +72,7 @@ class Listener:
     limits: Limits
     on_closed: OnClosed
     bodies: Bodies | None = None
+    closed: ClosedConnections = field(default_factory=ClosedConnections)
 
 
 class _Phase(enum.Enum):
@@ -207,6 +209,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._close(Closed.BODY_BUDGET)
 
     def _forget(self) -> None:
+        if self._phase is not _Phase.CLOSED:  # once per connection
+            self.listener.closed.closed()
         self._phase = _Phase.CLOSED
         self._handshake = None
         self._disarm()
