@@ -25,6 +25,9 @@ ENV_PREFIX: Final = "NICGUARD_"
 REPORTS_AUTO: Final = "auto"
 REPORTS_OFF: Final = "off"
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+BODY_BUDGET_MIB: Final = 32
+BODY_BUDGET_MIN_MIB: Final = 3  # one body of the 3 MiB limit (app/web/body.py)
+BODY_BUDGET_MAX_MIB: Final = 4096
 
 
 class SettingsError(ValueError):
@@ -260,6 +263,16 @@ def parse_period(value: str) -> float:
     return seconds
 
 
+def _body_budget(value: str) -> int:
+    """MiB, whole: at least one body of the largest size accepted (3 MiB)."""
+    mib = int(value) if value.strip().isdigit() else 0
+    if not BODY_BUDGET_MIN_MIB <= mib <= BODY_BUDGET_MAX_MIB:
+        raise ValueError(
+            f"expected a whole number of MiB, {BODY_BUDGET_MIN_MIB}-{BODY_BUDGET_MAX_MIB}"
+        )
+    return mib * 1024 * 1024
+
+
 def _lifetime(value: str) -> timedelta:
     seconds = int(value) if value.strip().isdigit() else 0
     if seconds < 60:
@@ -333,6 +346,11 @@ SERVE_OPTIONS: Final = (
     Option("sync-timeout", "60", "seconds to wait for the caches before serving anyway"),
     Option("cert-period", "10", "seconds between certificate checks (Secret, caBundle, files)"),
     Option(
+        "body-budget",
+        str(BODY_BUDGET_MIB),
+        "MiB of request bodies held at once; a body beyond it is refused (503)",
+    ),
+    Option(
         "audit-lease",
         "nicguard-system/nicguard-auditor",
         "Lease of the replica that writes audit Events and reports",
@@ -355,6 +373,7 @@ class ServeOptions:
     shutdown_delay: float
     sync_timeout: float
     cert_period: float
+    body_budget: int  # bytes
     audit_lease: ObjectName
     pod_name: str  # this replica's identity in the Leases
     certs: CertSettings | None  # the self-managed certificate controller, when on
@@ -388,6 +407,7 @@ def serve_options(args: argparse.Namespace, environ: Mapping[str, str]) -> Serve
         shutdown_delay=parse_value(raw, "shutdown-delay", parse_seconds),
         sync_timeout=parse_value(raw, "sync-timeout", parse_seconds),
         cert_period=parse_value(raw, "cert-period", parse_period),
+        body_budget=parse_value(raw, "body-budget", _body_budget),
         audit_lease=parse_value(raw, "audit-lease", ObjectName.parse),
         pod_name=_pod_name(raw, environ),
         certs=None,

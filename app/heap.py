@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Final
 
 SWEEP_SECONDS: Final = 10.0
+CLOSED_PER_SWEEP: Final = 32
 MALLOC_ARENAS: Final = 1
 _M_ARENA_MAX: Final = -8  # glibc <malloc.h>
 
@@ -65,6 +66,28 @@ def freeze_startup() -> None:
     gc.collect()
     release_free_memory()
     gc.freeze()
+
+
+class ClosedConnections:
+    """A full collection once every ``every`` closed connections, between the timer's sweeps.
+
+    Each closed TLS connection leaves ~280 KiB in a reference cycle (``sweep_cycles``). A client
+    that opens connections as fast as nicguard closes them (~130 a second, evicted by the cap
+    and the body budget) left ~45 MiB of them waiting for the timer; every 32 closes, at most
+    ~9 MiB waits, for about a millisecond of collection each time.
+    """
+
+    __slots__ = ("_count", "_every")
+
+    def __init__(self, every: int = CLOSED_PER_SWEEP) -> None:
+        self._every = every
+        self._count = 0
+
+    def closed(self) -> None:
+        self._count += 1
+        if self._count >= self._every:
+            self._count = 0
+            gc.collect()
 
 
 async def sweep_cycles(every: float = SWEEP_SECONDS) -> None:

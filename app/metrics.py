@@ -126,7 +126,7 @@ class Metrics:
         )
         self.rejected = Counter(
             "nicguard_malformed_requests",
-            "Requests answered with an HTTP 4xx",
+            "Requests refused unjudged: an HTTP 4xx, or 503 beyond the body budget",
             ["status"],
             registry=self.registry,
         )

@@ -34,8 +34,9 @@ from app.files.state import state_snapshot
 from app.heap import freeze_startup, limit_malloc_arenas, sweep_cycles
 from app.logs import configure_logging, serve_as_secondary
 from app.metrics import Metrics
-from app.web.admission import create_admission_app
-from app.web.connection_limits import Closed, LimitedServer, limited_config
+from app.web.admission import create_admission_app, over_budget_app
+from app.web.body_budget import BodyBudget
+from app.web.connection_limits import Bodies, Closed, LimitedServer, limited_config
 from app.web.probes import create_probe_app
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
     probes = create_probe_app(readiness=readiness, liveness=alive, metrics=metrics)
     # Both listeners cap their connections and give each request a deadline
     # (app/web/connection_limits.py, docs/operations.md "Hostile clients"); the webhook's TLS
-    # starts once a connection has a place.
+    # starts once a connection has a place, and its request bodies share one budget.
     webhook = _Server(
         limited_config(
             admission,
@@ -126,6 +127,9 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
             port=options.port,
             tls=reloader.context,
             on_closed=metrics.closing("webhook", Closed),
+            bodies=Bodies(
+                BodyBudget(options.body_budget), over_budget_app(metrics, options.body_budget)
+            ),
             access_log=False,
             log_config=None,
             timeout_graceful_shutdown=_DRAIN_SECONDS,

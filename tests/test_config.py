@@ -117,6 +117,15 @@ def test_serve_defaults_and_the_service_names_of_the_certificate() -> None:
         "nicguard.nicguard-system.svc.cluster.local",
     )
     assert options.certs is None  # file mode: no certificate controller
+    assert options.body_budget == 32 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "mib"),
+    [([], {"NICGUARD_BODY_BUDGET": "3"}, 3), (["--body-budget", "4096"], {}, 4096)],
+)
+def test_the_body_budget_is_given_in_mib(flags: list[str], env: dict[str, str], mib: int) -> None:
+    assert _serve(*flags, env=env).body_budget == mib * 1024 * 1024
 
 
 def test_kubernetes_mode_runs_the_certificate_controller_by_default() -> None:
@@ -139,6 +148,9 @@ def test_kubernetes_mode_runs_the_certificate_controller_by_default() -> None:
         pytest.param(["--port", "0"], "expected a TCP port 1-65535", id="port"),
         pytest.param(["--shutdown-delay", "-1"], "expected 0-3600 seconds", id="seconds"),
         pytest.param(["--cert-period", "0.5"], "expected 1-3600 seconds", id="period"),
+        pytest.param(["--body-budget", "2"], "whole number of MiB, 3-4096", id="budget-min"),
+        pytest.param(["--body-budget", "4097"], "whole number of MiB, 3-4096", id="budget-max"),
+        pytest.param(["--body-budget", "32.5"], "whole number of MiB, 3-4096", id="budget-whole"),
         pytest.param(["--cert-dir", ""], "expected a directory", id="cert-dir"),
         pytest.param(
             ["--tls-cert", "c.pem"], "tls-cert and tls-key must be given together", id="pair"

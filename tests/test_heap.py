@@ -9,7 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.heap import freeze_startup, limit_malloc_arenas, release_free_memory, sweep_cycles
+from app.heap import (
+    ClosedConnections,
+    freeze_startup,
+    limit_malloc_arenas,
+    release_free_memory,
+    sweep_cycles,
+)
 
 
 class _Node:
@@ -91,3 +97,17 @@ def test_free_memory_between_live_objects_goes_back_to_the_system() -> None:
     after = _rss_kib()
     assert before - after > 32 * 1024, (before, after)
     assert len(kept) == 1024
+
+
+@pytest.mark.usefixtures("no_automatic_collections")
+def test_every_so_many_closed_connections_sweep_the_cycles_they_left() -> None:
+    closed = ClosedConnections(every=3)
+    node = _Node()
+    freed: list[bool] = []
+    weakref.finalize(node, freed.append, True)
+    del node
+    closed.closed()
+    closed.closed()
+    assert not freed
+    closed.closed()
+    assert freed == [True]

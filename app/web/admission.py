@@ -31,6 +31,7 @@ from app.web.body import (
     HTTPProblemError,
     json_body,
 )
+from app.web.body_budget import MIB
 from app.web.request import (
     AdmissionRequest,
     MalformedReviewError,
@@ -135,6 +136,9 @@ class _Validate:
             assessment = assess(admission.review)
             view = await self._view_for(admission, assessment)
             status, content = 200, self._answer(admission, assessment, view, scope, started)
+            # Not held while the answer waits for a client that does not read (many times the
+            # body's bytes once decoded, and no longer reserved in the body budget then).
+            del body, admission, view
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
@@ -217,6 +221,28 @@ def _evaluate(
                 ),
             )
         )
+
+
+def over_budget_app(metrics: Metrics, budget: int) -> ASGIApp:
+    """The answer to a request whose body the body budget cannot hold now (docs/operations.md,
+    "Hostile clients"): 503 with Retry-After, its body unread and its connection closed."""
+    reason = (
+        f"request bodies held at once would exceed the body budget ({budget / MIB:g} MiB); "
+        "retry later"
+    )
+
+    async def refuse(_scope: Scope, _receive: Receive, send: Send) -> None:
+        content = _problem(metrics, 503, reason)
+        headers = [
+            (b"content-length", b"%d" % len(content)),
+            _CONTENT_TYPE,
+            (b"retry-after", b"1"),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+    return refuse
 
 
 def _problem(metrics: Metrics, status: int, reason: str) -> bytes:

@@ -7,14 +7,19 @@ from __future__ import annotations
 import asyncio
 import enum
 import ssl
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from socket import SocketType
 from typing import Any, ClassVar, Final, cast
 
 import uvicorn
+from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from app.heap import ClosedConnections
+from app.web.body import MAX_BODY_BYTES
+from app.web.body_budget import DECODED_FROM_BYTES, BodyBudget, decoded_cost
 from app.web.capacity import Capacity
 from app.web.peer import with_tls_extension
 
@@ -36,6 +41,7 @@ class Closed(enum.StrEnum):
     EVICTED = "evicted"  # at the cap, to make room for a new connection
     REFUSED = "refused"  # at the cap with every connection being answered
     HEADER_SIZE = "header_size"  # headers over MAX_HEADER_BYTES: 431, then closed
+    BODY_BUDGET = "body_budget"  # its body still arriving, to make room under the body budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,15 @@ OnClosed = Callable[[Closed], None]
 
 
 @dataclass(frozen=True, slots=True)
+class Bodies:
+    """The budget of the request bodies a listener holds at once (app/web/body_budget.py), and
+    the app that answers a request whose body does not fit (503, without reading it)."""
+
+    budget: BodyBudget
+    over_budget: ASGIApp
+
+
+@dataclass(frozen=True, slots=True)
 class Listener:
     """What the connections of one listener share."""
 
@@ -56,6 +71,8 @@ class Listener:
     tls: ssl.SSLContext | None
     limits: Limits
     on_closed: OnClosed
+    bodies: Bodies | None = None
+    closed: ClosedConnections = field(default_factory=ClosedConnections)
 
 
 class _Phase(enum.Enum):
@@ -98,6 +115,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head: int | None = 0
         self._partial = False  # a request has begun and is not whole yet
         self._oversized = False
+        # The current request's body: bytes reserved in the listener's body budget; received,
+        # counting what decoding a large one will hold (app/web/body_budget.py).
+        self._bodies = self.listener.bodies
+        self._reserved = self._received = 0
 
     # --- accept, TLS, close ----------------------------------------------------------------
 
@@ -183,11 +204,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._carrier is not None:
             self._carrier.abort()
 
+    def give_way(self) -> None:
+        """The body budget needs what this connection's body holds (already released)."""
+        self._close(Closed.BODY_BUDGET)
+
     def _forget(self) -> None:
+        if self._phase is not _Phase.CLOSED:  # once per connection
+            self.listener.closed.closed()
         self._phase = _Phase.CLOSED
         self._handshake = None
         self._disarm()
         self.listener.capacity.leave(self)
+        if (bodies := self._bodies) is not None:
+            bodies.budget.release(self)
 
     # --- the deadline ----------------------------------------------------------------------
 
@@ -238,11 +267,50 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         ):
             self._oversized = True
             raise _HeadersTooLargeError
-        super().on_headers_complete()
+        if (bodies := self._bodies) is None:
+            super().on_headers_complete()
+            return
+        self._received = 0
+        self._reserved = min(self._content_length(), MAX_BODY_BYTES)
+        if not self._reserved or bodies.budget.take(self, self._reserved):
+            super().on_headers_complete()
+            return
+        # Refused before a byte of it is read: answered 503 by the app uvicorn runs for this
+        # request alone, which closes the connection; what arrives meanwhile is not counted.
+        self._reserved = sys.maxsize
+        app, self.app = self.app, bodies.over_budget
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app = app
+
+    def _content_length(self) -> int:
+        """The declared length (httptools has refused a malformed or repeated one); 0 if none."""
+        for name, value in self.headers:
+            if name == b"content-length":
+                return int(value) if value.isdigit() else 0
+        return 0
+
+    def on_body(self, body: bytes) -> None:
+        bodies = self._bodies
+        if bodies is not None and not self.cycle.response_complete:  # else uvicorn drops it
+            self._received += len(body)
+            if self._received > DECODED_FROM_BYTES:
+                self._received += decoded_cost(body)
+            if self._received > self._reserved:  # chunked, longer than declared, or costly
+                if self._phase is _Phase.CLOSED:
+                    return
+                if not bodies.budget.take(self, self._received - self._reserved):
+                    self._close(Closed.BODY_BUDGET)
+                    return
+                self._reserved = self._received
+        super().on_body(body)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._partial, self._head = False, 0
+        if (bodies := self._bodies) is not None:
+            bodies.budget.arrived(self)
         if self._phase is not _Phase.WAITING:
             return
         if self.cycle.response_complete and not self.pipeline:
@@ -254,6 +322,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         cast("_OneWrite", self.transport).flush()  # a head without a body (HEAD, 204)
         queued = bool(self.pipeline)
         super().on_response_complete()
+        if self._phase is _Phase.WAITING and (bodies := self._bodies) is not None:
+            bodies.budget.release(self)  # answered before its body was whole: it is dropped
         if self._phase is not _Phase.ANSWERING or self.transport.is_closing():
             return
         if self._partial:  # part of the next one
@@ -269,9 +339,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.listener.capacity.answering(self)
 
     def _idle(self) -> None:
+        """Answered, nothing more begun: what its bodies reserved is free again."""
         self._phase = _Phase.IDLE
         self._disarm()
         self.listener.capacity.idle(self)
+        if (bodies := self._bodies) is not None:
+            bodies.budget.release(self)
 
     # --- headers over the cap ---------------------------------------------------------------
 
@@ -366,11 +439,13 @@ def limited_config(
     tls: ssl.SSLContext | None,
     on_closed: OnClosed,
     limits: Limits = Limits(),
+    bodies: Bodies | None = None,
     **kwargs: Any,
 ) -> uvicorn.Config:
     """A listener of ``app`` under ``limits``: HTTPS with exactly ``tls`` (kept by identity, so
-    certificates reloaded into it serve new handshakes), plain HTTP without."""
-    listener = Listener(Capacity(limits.connections), tls, limits, on_closed)
+    certificates reloaded into it serve new handshakes), plain HTTP without; with ``bodies``,
+    the request bodies it holds at once share that budget."""
+    listener = Listener(Capacity(limits.connections), tls, limits, on_closed, bodies)
     protocol = type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"listener": listener})
     # No proxy stands in front of nicguard, so no X-Forwarded-For is believed: uvicorn's default
     # trusts it from 127.0.0.1, where a sidecar or `kubectl port-forward` would forge the peer.

@@ -30,6 +30,7 @@ SCHEMA_ERROR = "values don't meet the specifications of the schema"
         (("--set", "settings.recipeRequired=yes"), "at '/settings/recipeRequired': got string"),
         (("--set", "settings.port=0"), "at '/settings/port': minimum: got 0, want 1"),
         (("--set", "settings.syncTimeout=7200"), "at '/settings/syncTimeout': maximum"),
+        (("--set", "settings.bodyBudget=2"), "at '/settings/bodyBudget'"),
         (("--set", "settings.caLifetime=30"), "at '/settings/caLifetime': 'anyOf' failed"),
         (("--set", "settings.recipeConfigMap=nicguard-recipe"), "'/settings/recipeConfigMap'"),
         (("--set", "replica=2"), "additional properties 'replica' not allowed"),
@@ -70,6 +71,7 @@ SETTINGS = [
     (("settings.shutdownDelay", 2.5), {"NICGUARD_SHUTDOWN_DELAY": "2.5"}),
     (("settings.syncTimeout", 120), {"NICGUARD_SYNC_TIMEOUT": "120"}),
     (("settings.certPeriod", 5), {"NICGUARD_CERT_PERIOD": "5"}),
+    (("settings.bodyBudget", 64), {"NICGUARD_BODY_BUDGET": "64"}),
     (("settings.auditLease", "nicguard-system/a"), {"NICGUARD_AUDIT_LEASE": "nicguard-system/a"}),
     (
         ("settings.certSecret", "nicguard-system/tls"),

@@ -37,6 +37,7 @@ PINNED: Final[dict[tuple[type, str], Parameters]] = {
     (HttpToolsProtocol, "data_received"): [SELF, ("data", POSITIONAL)],
     (HttpToolsProtocol, "on_message_begin"): [SELF],
     (HttpToolsProtocol, "on_headers_complete"): [SELF],
+    (HttpToolsProtocol, "on_body"): [SELF, ("body", POSITIONAL)],
     (HttpToolsProtocol, "on_message_complete"): [SELF],
     (HttpToolsProtocol, "on_response_complete"): [SELF],
     (HttpToolsProtocol, "send_400_response"): [SELF, ("msg", POSITIONAL)],
@@ -67,6 +68,7 @@ def test_a_uvicorn_method_we_override_or_call_keeps_its_parameters(owner: type, 
         "data_received",
         "on_message_begin",
         "on_headers_complete",
+        "on_body",
         "on_message_complete",
         "on_response_complete",
         "send_400_response",
@@ -86,8 +88,9 @@ def test_the_protocol_attributes_the_limiter_reads_are_set_per_connection() -> N
         protocol = HttpToolsProtocol(config, ServerState(), {}, _loop=loop)
         assert protocol.loop is loop
         # Read by the limiter: the transport, the request being answered and those queued behind
-        # it; the url and headers (set per request) are how the 431 measures the headers.
-        assert {"transport", "cycle", "pipeline", "headers"} <= vars(protocol).keys()
+        # it; the url and headers (set per request) are how the 431 measures the headers and the
+        # body budget finds the Content-Length; the app, swapped for a request over the budget.
+        assert {"transport", "cycle", "pipeline", "headers", "app"} <= vars(protocol).keys()
     finally:
         loop.close()
 
