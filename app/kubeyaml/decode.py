@@ -13,6 +13,7 @@ from app.kubeyaml.nodes import ALIAS, MAPPING, SCALAR, SEQUENCE, Limits, Node
 from app.kubeyaml.scalars import MERGE, Resolved, json_number, resolve_plain
 
 _MAX_INT64: Final = (1 << 63) - 1
+_MIN_INT64: Final = -(1 << 63)
 # decode.go's excessive-aliasing bound.
 _RATIO_LOW: Final = 400_000
 _RATIO_HIGH: Final = 4_000_000
@@ -222,12 +223,20 @@ def _key_string(key: Resolved, node: Node) -> str | KubeYamlError:
 def _json_scalar(resolved: Resolved, node: Node) -> object:
     """The value json.Marshal writes and a JSON reader reads back: whole floats as integers."""
     kind, value = resolved
-    if kind != "float":
-        return value
-    assert isinstance(value, float)  # noqa: S101 - resolve_plain's contract
-    if math.isnan(value) or math.isinf(value):
-        return _Deferred(KubeYamlError(f"json: unsupported value {node.value} at {_at(node)}"))
-    return json_number(value)
+    if kind == "float":
+        assert isinstance(value, float)  # noqa: S101 - resolve_plain's contract
+        if math.isnan(value) or math.isinf(value):
+            return _Deferred(KubeYamlError(f"json: unsupported value {node.value} at {_at(node)}"))
+        value = json_number(value)
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not _MIN_INT64 <= value <= _MAX_INT64
+    ):
+        # kubectl reads such a JSON integer back as a float64, Trainer's typed decoding as
+        # whatever its field is: no one reading of it to agree with.
+        raise UnsureReadingError("an integer beyond 64 bits", node)
+    return value
 
 
 def _at(node: Node) -> str:
