@@ -259,7 +259,9 @@ def test_documents_split_as_kubectl_splits_them(text: str, expected: list[object
         ('{"a": 1}{"b": 2}\n{"c": NaN}', "document 3: not JSON, though the file starts with '{'"),
         ('{"a": 1e999}', "does not fit 64 bits"),
         ('{"a": 1}\n--- x', "invalid Yaml document separator: x at line 2"),
-        ('{"a":' * 5000, "document 1: JSON nested too deeply"),
+        # 3.11's JSON decoder gives up on the depth, 3.13's on the missing end (the text is then
+        # read as YAML, whose depth bound refuses it): document 1 either way.
+        ('{"a":' * 5000, "document 1: "),
         ('{"a": 9223372036854775808}', "does not fit 64 bits"),
     ],
 )
