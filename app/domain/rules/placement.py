@@ -12,6 +12,7 @@ from app.domain.cluster import Unverifiable
 from app.domain.policy import Placement, Policy
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
+from app.domain.rules.networks import LISTED_MAX, counted
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
@@ -84,11 +85,12 @@ def judge_placement(
     policy: Policy,
     out: VerdictBuilder,
 ) -> None:
-    """One NetworkMisplaced listing every misplaced pair, denied or (``placement=warn``) a
-    warning led by its code."""
+    """One NetworkMisplaced listing every misplaced pair (the first few, counting the rest),
+    denied or (``placement=warn``) a warning led by its code."""
     where = placing.interfaces
+    # (entry, its Network, the interface the recipe gives that Network)
     misplaced = [
-        f"{entry.pair()} (the recipe places {shown(entry.network)} on {where[entry.network]})"
+        (entry, entry.network, where[entry.network])
         for entry in secondaries
         if entry.network is not None
         and entry.network in where
@@ -102,7 +104,16 @@ def judge_placement(
             code=Code.NETWORK_MISPLACED,
             field=wiring.interfaces_path(),
             message="Networks on another interface than the recipe gives them: "
-            f"{', '.join(misplaced)} (recipe {placing.ref})",
+            f"{_listed(misplaced)} (recipe {placing.ref})",
         ),
         enforce=policy.placement is Placement.DENY,
     )
+
+
+def _listed(misplaced: list[tuple[InterfaceRef, str, str]]) -> str:
+    """The first few misplaced pairs, each with where the recipe places its Network."""
+    pairs = [
+        f"{entry.pair()} (the recipe places {shown(network)} on {interface})"
+        for entry, network, interface in misplaced[:LISTED_MAX]
+    ]
+    return counted(pairs, total=len(misplaced))

@@ -317,3 +317,13 @@ def test_the_most_lenient_setting_wins_and_the_warning_leads_with_the_code(
 
 def test_placement_off_judges_nothing() -> None:
     assert _judge(COPY, policy=Policy(placement=Placement.OFF)) == Verdict()
+
+
+def test_a_long_list_of_misplaced_pairs_is_cut_and_counted() -> None:
+    pairs = [(f"eth{i}", "gpu-nic-0") for i in range(2, 102)]
+    verdict = _judge(runtime("team", annotations=wired(pairs)))
+    (misplaced,) = (v for v in verdict.violations if v.code is Code.NETWORK_MISPLACED)
+    listed = ", ".join(
+        f"eth{i}->gpu-nic-0 (the recipe places gpu-nic-0 on eth1)" for i in range(2, 14)
+    )
+    assert misplaced.message == f"{LEAD}{listed} and 88 more (recipe {RECIPE_REF})"
