@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from app.domain.cluster import ObjectName
-from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Policy, Protect
+from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Placement, Policy, Protect
 from app.domain.policy_reports import ReportApi
 
 _T = TypeVar("_T")
-_E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Enforcement)
+_E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Placement, Enforcement)
 
 ENV_PREFIX: Final = "NICGUARD_"
 REPORTS_AUTO: Final = "auto"
@@ -88,6 +88,11 @@ POLICY_OPTIONS: Final = (
         "protect",
         _POLICY.protect.value,
         "deny|warn|off: deleting an in-use Network or param set, breaking the recipe",
+    ),
+    Option(
+        "placement",
+        _POLICY.placement.value,
+        "deny|warn|off: an unbound template putting a recipe's Network on another interface",
     ),
     Option(
         "reports",
@@ -188,6 +193,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
             on_unverifiable=parse_value(raw, "on-unverifiable", _choice(OnUnverifiable)),
             enforcement=parse_value(raw, "enforcement", _choice(Enforcement)),
             protect=parse_value(raw, "protect", _choice(Protect)),
+            placement=parse_value(raw, "placement", _choice(Placement)),
         ),
         log_level=parse_value(raw, "log-level", _log_level),
         reports=parse_value(raw, "reports", _reports),

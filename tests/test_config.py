@@ -18,7 +18,7 @@ from app.config import (
     settings_from,
 )
 from app.domain.cluster import ObjectName
-from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Policy
+from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Placement, Policy
 
 
 def _settings(*flags: str, env: dict[str, str] | None = None) -> Settings:
@@ -62,6 +62,22 @@ def test_enforcement_is_a_flag_and_a_variable(
 
 
 @pytest.mark.parametrize(
+    ("flags", "env", "expected"),
+    [
+        pytest.param([], {}, Placement.DENY, id="default"),
+        pytest.param([], {"NICGUARD_PLACEMENT": "off"}, Placement.OFF, id="env"),
+        pytest.param(
+            ["--placement", "warn"], {"NICGUARD_PLACEMENT": "off"}, Placement.WARN, id="flag"
+        ),
+    ],
+)
+def test_placement_is_a_flag_and_a_variable(
+    flags: list[str], env: dict[str, str], expected: Placement
+) -> None:
+    assert _settings(*flags, env=env).policy.placement is expected
+
+
+@pytest.mark.parametrize(
     ("flags", "env", "message"),
     [
         pytest.param(
@@ -89,6 +105,12 @@ def test_enforcement_is_a_flag_and_a_variable(
             {"NICGUARD_ENFORCEMENT": "audit"},
             "invalid enforcement 'audit' (from NICGUARD_ENFORCEMENT): expected one of deny, warn",
             id="enforcement",
+        ),
+        pytest.param(
+            ["--placement", "never"],
+            {},
+            "invalid placement 'never' (from --placement): expected one of deny, warn, off",
+            id="placement",
         ),
         pytest.param(
             ["--recipe-configmap", "a/b/c"],

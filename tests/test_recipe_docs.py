@@ -16,6 +16,8 @@ from tests.support.paths import ROOT
 PAGE: Final = ROOT / "docs" / "recipe.md"
 BLOCK: Final = re.compile(r"^```yaml\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 MAPPING: Final = tuple(InterfaceRef(f"eth{i}", f"gpu-nic-{i - 1}") for i in range(1, 9))
+# Under ``interfaces``, the Network names of Google's own GKE documentation.
+VPC_MAPPING: Final = tuple(InterfaceRef(f"eth{i}", f"vpc{i}") for i in range(1, 9))
 
 
 def examples() -> list[dict[str, Any]]:
@@ -32,4 +34,4 @@ def test_one_example_per_accepted_key() -> None:
 def test_the_example_delivers_the_mapping(example: dict[str, Any]) -> None:
     recipe = recipe_from_configmap(example["data"], ref="doc", load_yaml=yaml.safe_load)
     assert recipe.problem is None
-    assert recipe.mapping == MAPPING
+    assert recipe.mapping == (VPC_MAPPING if "interfaces" in example["data"] else MAPPING)

@@ -104,7 +104,7 @@ class Auditor:
             logger.debug("audit waits for the caches", extra={"reason": runtimes.reason})
             return runtimes
         change, self._deferred = change | self._deferred, Change()
-        keys = self.book.to_judge(change, runtimes)
+        keys = self.book.to_judge(change, runtimes, view.recipe())
         changed = 0
         for start in range(0, len(keys), PART):
             # Told part by part: a first pass over 100,000 runtimes never holds them all as

@@ -19,8 +19,10 @@ from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
+from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.review import Operation, Review
 from app.domain.rules.binding import recipe_candidate
+from app.domain.rules.placement import placed_networks
 from app.domain.template import interfaces_annotations
 from app.domain.verdict import Code, Verdict, Violation
 
@@ -146,6 +148,10 @@ def complete(view: ClusterSnapshot) -> Mapping[RuntimeKey, JsonMap] | Unverifiab
     return view.runtime_state
 
 
+RecipeState = Recipe | RecipeMissing | Unverifiable | None
+"""A view's recipe, or None when the caller does not say (nothing is placed)."""
+
+
 @dataclass(slots=True)
 class DriftBook:
     """Standings of every runtime, indexed by the Networks each names, and the counts the
@@ -164,30 +170,44 @@ class DriftBook:
     _listing: set[RuntimeKey] = field(default_factory=set)
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
     can change their wording, so they are re-judged with the runtimes naming it."""
+    _placed: frozenset[str] = frozenset()
+    """The Networks the recipe placed when a recipe change was last taken in: a new recipe
+    re-judges the runtimes naming those it placed and those it places now."""
 
-    def affected(self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap]) -> set[RuntimeKey]:
-        """The runtimes ``change`` can have changed the standing of (present or just gone)."""
+    def affected(
+        self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap], recipe: RecipeState = None
+    ) -> set[RuntimeKey]:
+        """The runtimes ``change`` can have changed the standing of (present or just gone);
+        ``recipe`` is the view's, for the Networks it places."""
         if change.everything:
             return set(runtimes).union(self.standings)
         keys = set(change.runtimes)
         changed = change.networks
+        if change.recipe:
+            keys |= self._bound
+            # Placement: runtimes naming a Network the old or the new recipe places.
+            changed = changed | self._placed | placed_networks(recipe, self.policy)
         if len(changed) == 1:
             (network,) = changed
             keys.update(key for key, names in self._named.items() if network in names)
         elif changed:
             keys.update(key for key, names in self._named.items() if not changed.isdisjoint(names))
-        if changed:
+        if change.networks:
             keys |= self._listing
-        if change.recipe:
-            keys |= self._bound
         return keys
 
-    def to_judge(self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap]) -> list[RuntimeKey]:
-        """``affected`` as a list in key order; for everything, without a set of all keys."""
-        if not change.everything:
-            return sorted(self.affected(change, runtimes))
-        keys = [*runtimes, *(key for key in self.standings if key not in runtimes)]
-        keys.sort()
+    def to_judge(
+        self, change: Change, runtimes: Mapping[RuntimeKey, JsonMap], recipe: RecipeState = None
+    ) -> list[RuntimeKey]:
+        """``affected`` as a list in key order; for everything, without a set of all keys. A
+        recipe change is taken in: what ``recipe`` places is remembered for the next."""
+        if change.everything:
+            keys = [*runtimes, *(key for key in self.standings if key not in runtimes)]
+            keys.sort()
+        else:
+            keys = sorted(self.affected(change, runtimes, recipe))
+        if change.recipe or change.everything:
+            self._placed = placed_networks(recipe, self.policy)
         return keys
 
     def apply(self, change: Change, view: ClusterSnapshot) -> list[Transition] | Unverifiable:
@@ -196,7 +216,7 @@ class DriftBook:
         runtimes = complete(view)
         if isinstance(runtimes, Unverifiable):
             return runtimes
-        return self.rejudge(self.to_judge(change, runtimes), view)
+        return self.rejudge(self.to_judge(change, runtimes, view.recipe()), view)
 
     def rejudge(self, keys: Iterable[RuntimeKey], view: ClusterSnapshot) -> list[Transition]:
         """Re-judge ``keys`` (gone ones are dropped) against a complete view; callers may

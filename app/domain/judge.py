@@ -1,7 +1,7 @@
-"""Every rule on every wired template of one object: structure, the binding's expected mapping,
-the Networks and their param sets; the unbound rules (structure, Networks) on every annotated
-template. A runtime is judged on its own templates; a TrainJob's are its runtime's overlaid by
-its patches (app/domain/trainjob.py)."""
+"""Every rule on every wired template of one object: structure, the binding's expected mapping
+(or, unbound, the recipe's placement), the Networks and their param sets; the unbound rules
+(structure, placement, Networks) on every annotated template. A runtime is judged on its own
+templates; a TrainJob's are its runtime's overlaid by its patches (app/domain/trainjob.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from app.domain.policy import Policy
 from app.domain.profiles import Binding, binding_of
 from app.domain.rules.binding import Expected, expected_mapping, recipe_divergence, unwired
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
-from app.domain.rules.order import order_warning
+from app.domain.rules.placement import Placeable, place
 from app.domain.rules.structure import structure_of
 from app.domain.template import PodTemplate, PodTemplateMissing, job_templates
 from app.domain.verdict import Verdict, VerdictBuilder
@@ -91,12 +91,10 @@ def judge_subjects(
     view: ClusterView,
     policy: Policy,
     out: VerdictBuilder,
-    origin: str = "",
     named: bool | None = None,
 ) -> None:
     """Every rule on every wired template (first in ``subjects``), the unbound ones on every
-    annotated template; findings name the job when there are several (or as ``named`` says).
-    ``origin`` names the runtime a TrainJob inherits its wiring from."""
+    annotated template; findings name the job when there are several (or as ``named`` says)."""
     if binding.warning:
         out.note(binding.warning)
     profile = binding.profile
@@ -108,17 +106,22 @@ def judge_subjects(
     if named is None:
         named = len(subjects) > 1
     checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder]] = []
+    placeable: list[Placeable] = []
     for subject in subjects:
         scoped = out.scoped(f"{subject.job} job: " if named else "")
-        # Annotated templates are bound to nothing: no expected mapping, no order warning.
+        # Annotated templates are bound to nothing: no expected mapping; the recipe places them.
         bound = expected if subject.wired else None
         secondaries = _judge_template(subject, bound, out=scoped)
         if secondaries is not None:
             checked.append((subject, secondaries, scoped))
-            if profile is None and subject.wired:
-                order_warning(subject.wiring, secondaries, view, out, scoped.prefix, origin)
+            if profile is None or not subject.wired:
+                placeable.append((subject.wiring, secondaries, scoped))
     if not checked:
         return
+    if placeable:
+        # A binding to the recipe's profile has read the recipe already, and said if it cannot.
+        said = profile is not None and profile.from_recipe
+        place(placeable, view.recipe(), policy, out, said=said)
     # The Network view answers for the whole object: when it cannot, that is said once.
     networks = network_view(checked[0][0].wiring, view, policy, out)
     if networks is None:

@@ -34,6 +34,15 @@ class Protect(StrEnum):
     OFF = "off"
 
 
+class Placement(StrEnum):
+    """What an unbound template that puts a recipe's Network on another interface gets
+    (NetworkMisplaced)."""
+
+    DENY = "deny"
+    WARN = "warn"
+    OFF = "off"
+
+
 class Enforcement(StrEnum):
     """What a denial becomes: ``warn`` allows it with its lines as warnings (the rollout mode,
     docs/rollout.md)."""
@@ -52,4 +61,5 @@ class Policy:
     recipe_required: bool = True
     on_unverifiable: OnUnverifiable = OnUnverifiable.DENY
     protect: Protect = Protect.DENY
+    placement: Placement = Placement.DENY
     enforcement: Enforcement = Enforcement.DENY

@@ -15,15 +15,19 @@ from app.domain.fields import as_list, as_map, map_at
 from app.domain.verdict import shown
 
 PLAIN_KEY: Final = "tcpxoInterfaces"
+# The same list for Networks AICR did not name (GKE's docs: vpc1..vpc8; cluster-toolkit:
+# <deployment>-gpunet-<i>-subnet), which AICR's gpu-nic rule would refuse.
+INTERFACES_KEY: Final = "interfaces"
 # AICR writes a RecipeResult under recipe.yaml (`aicr validate`), snapshot.yaml (`aicr recipe -o
 # cm://`) or snapshot.json (the same with --format json); YAML decoding reads JSON too.
-RECIPE_KEYS: Final = (PLAIN_KEY, "recipe.yaml", "snapshot.yaml", "snapshot.json")
+RECIPE_KEYS: Final = (PLAIN_KEY, INTERFACES_KEY, "recipe.yaml", "snapshot.yaml", "snapshot.json")
 RECIPE_RESULT_KIND: Final = "RecipeResult"
 TRAINER_COMPONENT: Final = "kubeflow-trainer"
 TCPXO_RUNTIME_MANIFEST: Final = (
     "components/kubeflow-trainer/manifests/torch-distributed-tcpxo-cluster-training-runtime.yaml"
 )
 REQUIRED_INTERFACES: Final = 8
+MAX_INTERFACES: Final = 8
 _RECIPE_INTERFACE: Final = re.compile(r"eth[1-8]")
 _NETWORK_NAME: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _NETWORK_NAME_MAX: Final = 41
@@ -80,6 +84,8 @@ def delivered_mapping(
     document = _decode(key, text, load_yaml)
     if key == PLAIN_KEY:
         return validate_mapping(normalize_mapping(document, where=PLAIN_KEY))
+    if key == INTERFACES_KEY:
+        return validate_interfaces(normalize_mapping(document, where=INTERFACES_KEY))
     return _recipe_result_mapping(document, key)
 
 
@@ -172,14 +178,44 @@ def validate_mapping(mapping: tuple[InterfaceRef, ...]) -> tuple[InterfaceRef, .
         names.add(name)
         if network == "default":
             raise RecipeError(f'{name}: "default" is reserved for eth0')
-        if len(network) > _NETWORK_NAME_MAX or not _NETWORK_NAME.fullmatch(network):
-            raise RecipeError(
-                f'{name}: invalid Network name "{shown(network)}": use 1-41 lowercase letters, '
-                "digits or dashes, starting with a letter and ending with a letter or digit"
-            )
+        _check_network_name(name, network)
         if "gpu-nic" not in network:
             raise RecipeError(f'{name}: Network name "{network}" must contain "gpu-nic"')
-        if network in networks:
-            raise RecipeError(f"duplicate network {network}: each interface needs its own Network")
-        networks.add(network)
+        _add_network(network, networks)
     return mapping
+
+
+def validate_interfaces(mapping: tuple[InterfaceRef, ...]) -> tuple[InterfaceRef, ...]:
+    """The ``interfaces`` key: AICR's validation without its ``gpu-nic`` rule, for 1-8 entries
+    named eth1..ethN in order (A3 High wires 4 NICs, A3 Mega 8); raises RecipeError."""
+    if not 1 <= len(mapping) <= MAX_INTERFACES:
+        raise RecipeError(
+            f"{INTERFACES_KEY} must contain 1 to {MAX_INTERFACES} entries, got {len(mapping)}"
+        )
+    networks: set[str] = set()
+    for position, entry in enumerate(mapping, start=1):
+        name, network = entry.interface_name, entry.network or ""
+        if name != f"eth{position}":
+            raise RecipeError(
+                f'{INTERFACES_KEY} entry {position - 1} is named "{shown(name)}": the entries '
+                f"must be eth1..eth{len(mapping)} in order"
+            )
+        if network == "default":
+            raise RecipeError(f'{name}: "default" is reserved for eth0')
+        _check_network_name(name, network)
+        _add_network(network, networks)
+    return mapping
+
+
+def _check_network_name(name: str, network: str) -> None:
+    if len(network) > _NETWORK_NAME_MAX or not _NETWORK_NAME.fullmatch(network):
+        raise RecipeError(
+            f'{name}: invalid Network name "{shown(network)}": use 1-41 lowercase letters, '
+            "digits or dashes, starting with a letter and ending with a letter or digit"
+        )
+
+
+def _add_network(network: str, seen: set[str]) -> None:
+    if network in seen:
+        raise RecipeError(f"duplicate network {network}: each interface needs its own Network")
+    seen.add(network)

@@ -106,9 +106,7 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     origin = shown(f"{runtime_kind.value}/{scope}{ref.name}")
     # Messages name the job as the runtime's own verdict does, so inherited ones compare.
     by_job = len(subjects) > 1
-    judge_subjects(
-        subjects, binding=binding, view=view, policy=policy, out=out, origin=origin, named=by_job
-    )
+    judge_subjects(subjects, binding=binding, view=view, policy=policy, out=out, named=by_job)
     _attribute(
         out, origin, lambda: judge_runtime(runtime_kind, runtime, view, policy, named=by_job)
     )

@@ -35,6 +35,7 @@ class Code(StrEnum):
     RECIPE_IN_USE = "RecipeInUse"
     PATCH_DIRECTIVE_UNSUPPORTED = "PatchDirectiveUnsupported"
     RUNTIME_SNAPSHOT_INVALID = "RuntimeSnapshotInvalid"
+    NETWORK_MISPLACED = "NetworkMisplaced"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 

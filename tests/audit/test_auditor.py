@@ -15,7 +15,7 @@ from app.domain.policy import Policy
 from tests.builders import GPU_NICS, network, runtime, snapshot, wired
 
 PAIRS_A = [("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-1")]
-PAIRS_B = [("eth1", "gpu-nic-2"), ("eth2", "gpu-nic-3")]
+PAIRS_B = [("eth3", "gpu-nic-2"), ("eth4", "gpu-nic-3")]
 
 
 def cluster(*, not_ready: tuple[str, ...] = ()) -> ClusterSnapshot:

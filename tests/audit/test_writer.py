@@ -29,9 +29,9 @@ def cluster(
     *, broken: tuple[str, ...] = (), runtimes: tuple[str, ...] = ("a", "b")
 ) -> ClusterSnapshot:
     """TrainingRuntime ``a`` names gpu-nic-0, ``b`` gpu-nic-1; ``broken`` Networks not Ready."""
-    nics = {"a": "gpu-nic-0", "b": "gpu-nic-1"}
+    nics = {"a": ("eth1", "gpu-nic-0"), "b": ("eth2", "gpu-nic-1")}
     objects = [
-        runtime(name, kind=Kind.TRAINING_RUNTIME, annotations=wired([("eth1", nics[name])]))
+        runtime(name, kind=Kind.TRAINING_RUNTIME, annotations=wired([nics[name]]))
         for name in runtimes
     ]
     ready = [n for n in GPU_NICS if n not in broken]

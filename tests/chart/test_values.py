@@ -20,6 +20,7 @@ SCHEMA_ERROR = "values don't meet the specifications of the schema"
     [
         (("--set", "certificates.mode=vault"), "at '/certificates/mode': value must be one of"),
         (("--set", "settings.protect=never"), "at '/settings/protect': value must be one of"),
+        (("--set", "settings.placement=order"), "at '/settings/placement': value must be one of"),
         (
             ("--set", "settings.enforcement=audit"),
             "at '/settings/enforcement': value must be one of",
@@ -58,6 +59,7 @@ SETTINGS = [
     (("settings.onUnverifiable", "allow"), {"NICGUARD_ON_UNVERIFIABLE": "allow"}),
     (("settings.enforcement", "warn"), {"NICGUARD_ENFORCEMENT": "warn"}),
     (("settings.protect", "warn"), {"NICGUARD_PROTECT": "warn"}),
+    (("settings.placement", "off"), {"NICGUARD_PLACEMENT": "off"}),
     (("settings.reports", "off"), {"NICGUARD_REPORTS": "off"}),
     (("settings.logLevel", "debug"), {"NICGUARD_LOG_LEVEL": "debug"}),
     (("settings.port", 9443), {"NICGUARD_PORT": "9443"}),

@@ -65,8 +65,16 @@ def test_json_output_has_the_spec_shape() -> None:
                 "NetworkReserved",
                 "InterfacesAnnotationMissing",
                 "NodeJobMissing",
+                # hand-typed also puts gpu-nic-1 on eth1, where the recipe places gpu-nic-0.
+                "NetworkMisplaced",
             },
             id="structural examples",
+        ),
+        pytest.param(
+            STATE,
+            ["examples/objects/misplaced-network-runtime.yaml"],
+            {"NetworkMisplaced"},
+            id="misplaced network",
         ),
         pytest.param(
             STATE,
@@ -99,6 +107,31 @@ def test_every_example_produces_its_codes(state: str, files: list[str], codes: s
     assert run.returncode == 1
     found = {v["code"] for r in json.loads(run.stdout)["results"] for v in r["violations"]}
     assert found == codes
+
+
+def test_a_misplaced_network_names_the_pair_where_the_recipe_places_it() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/misplaced-network-runtime.yaml")
+    assert run.returncode == 1, run.stdout + run.stderr
+    denied, finding, field = run.stdout.splitlines()[:3]
+    assert denied == "DENIED  TrainingRuntime team-a/torch-two-nics"
+    assert finding.startswith(
+        "  [NetworkMisplaced] Networks on another interface than the recipe gives them: "
+        "eth2->gpu-nic-5 (the recipe places gpu-nic-5 on eth6) (recipe nicguard-system/"
+    )
+    assert field == (
+        "      at spec.template.spec.replicatedJobs[0].template.spec.template.metadata."
+        "annotations[networking.gke.io/interfaces]"
+    )
+    warned = nicguard(
+        "check",
+        "--state",
+        STATE,
+        "--placement",
+        "warn",
+        "examples/objects/misplaced-network-runtime.yaml",
+    )
+    assert warned.returncode == 0, warned.stdout + warned.stderr
+    assert "[NetworkMisplaced] " in warned.stdout
 
 
 def test_an_annotated_job_is_named_in_the_message_and_the_field() -> None:

@@ -33,7 +33,7 @@ from app.domain.drift import (
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.policy import NotReady, Policy
+from app.domain.policy import NotReady, Placement, Policy
 from app.domain.review import Operation, Review
 from app.domain.verdict import Code, Verdict, Violation
 from tests.builders import (
@@ -58,6 +58,8 @@ CTR = Kind.CLUSTER_TRAINING_RUNTIME
 TR = Kind.TRAINING_RUNTIME
 NETS = ("net-a", "net-b", "net-c")
 REVERSED = tuple(reversed(PAIRS))
+RENUMBERED = tuple((f"eth{i}", net) for i, (_, net) in enumerate(REVERSED, start=1))
+"""eth1 -> gpu-nic-7 ... eth8 -> gpu-nic-0: every Network on another interface."""
 WARN_ONLY = Policy(not_ready=NotReady.WARN)
 
 
@@ -621,22 +623,66 @@ RECIPE_RUNTIMES = (
         ),
     ],
 )
-def test_a_recipe_change_rejudges_only_the_recipe_bound_runtimes(
+def test_a_recipe_change_rejudges_the_bound_runtimes_and_those_it_places(
     policy: Policy, keys: list[RuntimeKey]
 ) -> None:
     book = primed(cluster(*RECIPE_RUNTIMES), policy)
     assert book.results == Counter({Result.PASS: len(RECIPE_RUNTIMES)})
-    view = cluster(*RECIPE_RUNTIMES, recipe=REVERSED)
-    assert book.affected(Change(recipe=True), runtimes_of(view)) == set(keys)
+    view = cluster(*RECIPE_RUNTIMES, recipe=RENUMBERED)
+    # Every other runtime naming the recipe's Networks is placed by it (ONE names none of them).
+    placed = sorted(set(runtimes_of(view)) - set(keys) - {ctr("a")})
+    everyone = sorted([*keys, *placed])
+    assert book.affected(Change(recipe=True), runtimes_of(view)) == set(everyone)
     assert book.affected(Change(), runtimes_of(view)) == set()
     transitions = applied(book, Change(recipe=True), view)
-    assert [t.key for t in transitions] == keys
+    assert [t.key for t in transitions] == everyone
     for transition in transitions:
         assert transition.before == PASSING
         assert transition.after is not None
-        assert transition.after.codes == (Code.MAPPING_DIVERGES_FROM_RECIPE,)
+        expected = (
+            Code.MAPPING_DIVERGES_FROM_RECIPE if transition.key in keys else Code.NETWORK_MISPLACED
+        )
+        assert transition.after.codes == (expected,)
     assert book.standings == from_scratch(view, policy)
-    assert book.failing_codes == Counter({Code.MAPPING_DIVERGES_FROM_RECIPE: len(keys)})
+    assert book.failing_codes == Counter(
+        {Code.MAPPING_DIVERGES_FROM_RECIPE: len(keys), Code.NETWORK_MISPLACED: len(placed)}
+    )
+
+
+def test_a_recipe_placing_other_networks_rejudges_those_of_the_old_and_the_new() -> None:
+    vpc = runtime("vpc", annotations=wired([("eth2", "vpc1")]))
+    gpu = runtime("gpu", annotations=wired([("eth2", "gpu-nic-0")]))
+    other = runtime("other", annotations=wired([("eth1", "net-a")]))
+    networks = (*NETS, *GPU_NICS, "vpc1")
+    book = primed(cluster(vpc, gpu, other, networks=networks))
+    assert book.standings[ctr("gpu")].codes == (Code.NETWORK_MISPLACED,)
+    moved = snapshot(
+        vpc,
+        gpu,
+        other,
+        networks=networks,
+        recipe={"interfaces": '[{"interfaceName": "eth1", "network": "vpc1"}]'},
+    )
+    # The old recipe placed gpu-nic-0 (now free), the new one places vpc1 (now misplaced).
+    assert book.affected(Change(recipe=True), runtimes_of(moved), moved.recipe()) == {
+        ctr("gpu"),
+        ctr("vpc"),
+    }
+    transitions = applied(book, Change(recipe=True), moved)
+    assert [(t.key, t.after) for t in transitions] == [
+        (ctr("gpu"), PASSING),
+        (ctr("vpc"), book.standings[ctr("vpc")]),
+    ]
+    assert book.standings[ctr("vpc")].codes == (Code.NETWORK_MISPLACED,)
+    # Taken in: the next recipe change starts from vpc1.
+    assert book.affected(Change(recipe=True), runtimes_of(moved)) == {ctr("vpc")}
+
+
+def test_under_placement_off_a_recipe_change_places_nothing() -> None:
+    team = runtime("team", annotations=wired([("eth2", "gpu-nic-0")]))
+    book = primed(cluster(team), Policy(placement=Placement.OFF))
+    view = cluster(team, recipe=REVERSED)
+    assert book.affected(Change(recipe=True), runtimes_of(view), view.recipe()) == set()
 
 
 def test_a_network_change_does_not_rejudge_the_recipe_bound_ones() -> None:

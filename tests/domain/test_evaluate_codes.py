@@ -70,17 +70,17 @@ CASES = {
     ),
     Code.INTERFACE_NAME_INVALID: Case(
         runtime("plain", annotations=wired([("eth3:1", "gpu-nic-0")])),
-        snapshot(),
+        snapshot(no_recipe=True),
         ("InterfaceNameInvalid",),
     ),
     Code.INTERFACE_DUPLICATED: Case(
         runtime("plain", annotations=wired([("eth1", "gpu-nic-0"), ("eth1", "gpu-nic-1")])),
-        snapshot(),
+        snapshot(no_recipe=True),
         ("InterfaceDuplicated",),
     ),
     Code.NETWORK_DUPLICATED: Case(
         runtime("plain", annotations=wired([("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-0")])),
-        snapshot(),
+        snapshot(no_recipe=True),
         ("NetworkDuplicated",),
     ),
     Code.NETWORK_RESERVED: Case(
@@ -96,6 +96,11 @@ CASES = {
     ),
     Code.MAPPING_DIVERGES_FROM_RECIPE: Case(
         runtime(annotations=wired(PAIRS[::-1])), snapshot(), ("MappingDivergesFromRecipe",)
+    ),
+    Code.NETWORK_MISPLACED: Case(
+        runtime("plain", annotations=wired([("eth1", "gpu-nic-1")])),
+        snapshot(),
+        ("NetworkMisplaced",),
     ),
     Code.NETWORK_NOT_FOUND: Case(
         runtime("plain", annotations=wired([("eth1", "absent")])),

@@ -14,7 +14,7 @@ from app.domain.cluster import ClusterSnapshot, Unverifiable
 from app.domain.evaluate import evaluate_object
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
-from app.domain.policy import OnUnverifiable, Policy
+from app.domain.policy import OnUnverifiable, Placement, Policy
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -91,10 +91,14 @@ def test_a_default_interface_without_interfaces_is_not_wiring() -> None:
     assert verdict == Verdict()
 
 
-def test_an_unbound_runtime_never_consults_the_recipe() -> None:
+def test_an_unbound_runtime_needs_the_recipe_only_for_placement() -> None:
     view = replace(snapshot(), recipe_state=Unverifiable("recipe cache not synced"))
     verdict = _assess(runtime("plain", annotations=wired(REVERSED)), view)
-    assert verdict == Verdict()
+    assert codes(verdict) == ("ClusterStateUnavailable",)
+    off = _assess(
+        runtime("plain", annotations=wired(REVERSED)), view, Policy(placement=Placement.OFF)
+    )
+    assert off == Verdict()
 
 
 @pytest.mark.parametrize(

@@ -135,7 +135,11 @@ NAME_41 = "a-gpu-nic-" + "x" * 31
 @pytest.mark.parametrize(
     ("data", "fragment"),
     [
-        pytest.param({}, "exactly one of tcpxoInterfaces, recipe.yaml, snapshot.yaml", id="no-key"),
+        pytest.param(
+            {},
+            "exactly one of tcpxoInterfaces, interfaces, recipe.yaml, snapshot.yaml",
+            id="no-key",
+        ),
         pytest.param({"other": "x"}, "(found: none)", id="only-other-keys"),
         pytest.param(
             plain_recipe() | {"recipe.yaml": _yaml(recipe_result())},
@@ -209,7 +213,7 @@ NAME_41 = "a-gpu-nic-" + "x" * 31
         ),
         pytest.param(
             {"snapshot.json": _yaml(recipe_result()), "snapshot.yaml": _yaml(recipe_result())},
-            "exactly one of tcpxoInterfaces, recipe.yaml, snapshot.yaml, snapshot.json "
+            "exactly one of tcpxoInterfaces, interfaces, recipe.yaml, snapshot.yaml, snapshot.json "
             "(found: snapshot.yaml, snapshot.json)",
             id="two-result-keys",
         ),
@@ -283,3 +287,101 @@ def test_deep_yaml_nesting_is_an_invalid_recipe_not_a_crash() -> None:
     problem = _read({"tcpxoInterfaces": "[" * 50_000 + "]" * 50_000}).problem
     assert problem is not None
     assert "is not valid YAML" in problem
+
+
+VPCS = [(f"eth{i}", f"vpc{i}") for i in range(1, 9)]
+
+
+def _interfaces(pairs: list[Pair]) -> dict[str, object]:
+    return {"interfaces": json.dumps(entries(pairs))}
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param(_interfaces(VPCS), VPCS, id="google-vpc-names"),
+        pytest.param(
+            _interfaces([(f"eth{i}", f"a3-gpunet-{i - 1}-subnet") for i in range(1, 5)]),
+            [(f"eth{i}", f"a3-gpunet-{i - 1}-subnet") for i in range(1, 5)],
+            id="cluster-toolkit-a3-high-four",
+        ),
+        pytest.param(_interfaces([("eth1", "vpc1")]), [("eth1", "vpc1")], id="one"),
+        pytest.param(_interfaces(list(PAIRS)), list(PAIRS), id="aicr-names-too"),
+        pytest.param(
+            {"interfaces": "- interfaceName: eth1\n  network: vpc1\n"},
+            [("eth1", "vpc1")],
+            id="yaml",
+        ),
+        pytest.param(_interfaces(VPCS) | {"format": "yaml"}, VPCS, id="other-keys-ignored"),
+    ],
+)
+def test_the_interfaces_key_delivers_networks_of_any_valid_name(
+    data: dict[str, object], expected: list[Pair]
+) -> None:
+    assert _read(data) == Recipe(
+        ref="ns/recipe@7", mapping=tuple(InterfaceRef(n, net) for n, net in expected)
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        pytest.param(_interfaces([]), "interfaces must contain 1 to 8 entries, got 0", id="empty"),
+        pytest.param(
+            _interfaces([*VPCS, ("eth9", "vpc9")]),
+            "interfaces must contain 1 to 8 entries, got 9",
+            id="nine",
+        ),
+        pytest.param(
+            _interfaces([("eth2", "vpc2"), ("eth1", "vpc1")]),
+            'interfaces entry 0 is named "eth2": the entries must be eth1..eth2 in order',
+            id="out-of-order",
+        ),
+        pytest.param(
+            _interfaces([("eth1", "vpc1"), ("eth3", "vpc3")]),
+            'interfaces entry 1 is named "eth3": the entries must be eth1..eth2 in order',
+            id="gap",
+        ),
+        pytest.param(
+            _interfaces([("eth0", "vpc0")]),
+            'interfaces entry 0 is named "eth0": the entries must be eth1..eth1 in order',
+            id="eth0",
+        ),
+        pytest.param(
+            _interfaces([("eth1", "vpc1"), ("eth1", "vpc2")]),
+            'interfaces entry 1 is named "eth1"',
+            id="duplicate-name",
+        ),
+        pytest.param(
+            _interfaces([("eth1", "default")]),
+            'eth1: "default" is reserved for eth0',
+            id="default",
+        ),
+        pytest.param(
+            _interfaces([("eth1", "VPC1")]), 'eth1: invalid Network name "VPC1"', id="upper"
+        ),
+        pytest.param(_interfaces([("eth1", NAME_42)]), "use 1-41 lowercase", id="42-chars"),
+        pytest.param(
+            _interfaces([("eth1", "vpc1"), ("eth2", "vpc1")]),
+            "duplicate network vpc1: each interface needs its own Network",
+            id="duplicate-network",
+        ),
+        pytest.param(
+            {"interfaces": "a: b"},
+            "interfaces must be a list of {interfaceName, network} entries",
+            id="not-a-list",
+        ),
+        pytest.param(
+            _interfaces(VPCS) | plain_recipe(),
+            "(found: tcpxoInterfaces, interfaces)",
+            id="beside-tcpxo-interfaces",
+        ),
+    ],
+)
+def test_an_invalid_interfaces_key_is_an_invalid_recipe(
+    data: dict[str, object], problem: str
+) -> None:
+    recipe = _read(data)
+    assert recipe.mapping is None
+    assert recipe.problem is not None
+    assert problem in recipe.problem

@@ -121,11 +121,13 @@ def test_rewriting_labels_inside_a_copy_never_unbinds_it(
 
 
 def test_an_unbound_copy_of_an_unbound_runtime_is_judged_on_its_own() -> None:
-    verdict = judged(copy_of(bare(runtime("custom", annotations=wired(SWAPPED)))))
-    assert verdict.allowed
-    assert verdict.warnings[0].startswith(
-        "[MappingDivergesFromRecipe] ConfigMap team/job-runtime-snapshot (runtime snapshot of "
-        "TrainJob team/job: ClusterTrainingRuntime custom): not recipe-bound"
+    assert judged(copy_of(bare(runtime("custom", annotations=wired(SWAPPED))))).allowed
+    misplaced = [*PAIRS[:2], ("eth3", "gpu-nic-3"), ("eth4", "gpu-nic-2"), *PAIRS[4:]]
+    verdict = judged(copy_of(bare(runtime("custom", annotations=wired(misplaced)))))
+    assert codes(verdict) == ("NetworkMisplaced",)
+    assert verdict.violations[0].message.startswith(
+        "ConfigMap team/job-runtime-snapshot (runtime snapshot of TrainJob team/job: "
+        "ClusterTrainingRuntime custom): Networks on another interface than the recipe gives them"
     )
 
 

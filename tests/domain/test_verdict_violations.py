@@ -31,6 +31,7 @@ def test_the_violation_codes_are_exactly_the_spec_list() -> None:
         "RecipeInUse",
         "PatchDirectiveUnsupported",
         "RuntimeSnapshotInvalid",
+        "NetworkMisplaced",
         "ClusterStateUnavailable",
     ]
 

@@ -74,6 +74,7 @@ TEAM: Final = "team-a"
 FLIPPED: Final = "gpu-nic-3"  # eth4 of the recipe and of every TCPXO runtime
 NOT_READY: Final = "NetworkNotReady"
 DIVERGES: Final = "MappingDivergesFromRecipe"
+MISPLACED: Final = "NetworkMisplaced"
 FLIP_BUDGET: Final = 2.0  # seconds from the status write to Events, reports and metrics
 SETTLE: Final = 15.0
 TAKEOVER_BUDGET: Final = 20.0  # Lease duration 15 s, renewed every 2 s
@@ -392,13 +393,22 @@ def assert_reports_name_the_failure(
 # --- 2. the recipe is swapped ----------------------------------------------------------------
 
 
-def test_a_swapped_recipe_fails_every_recipe_bound_runtime_until_restored(
+def test_a_swapped_recipe_fails_the_bound_runtimes_and_those_it_places_until_restored(
     openreports: Audited,
 ) -> None:
     audited, api = openreports, openreports.api
     everything = runtimes(api)
     bound = {ref for ref, obj in everything.items() if recipe_bound(ref, obj)}
     assert audited.labelled | {TCPXO_CTR} <= bound
+    # Unbound runtimes naming the swapped Networks are placed by the recipe (NetworkMisplaced).
+    placed = {
+        ref
+        for ref, obj in everything.items()
+        if ref not in bound and any(names_network(obj, n) for n in ("gpu-nic-2", "gpu-nic-3"))
+    }
+    assert audited.naming - audited.labelled <= placed
+    assert not placed & audited.not_naming
+    failing = dict.fromkeys(bound, DIVERGES) | dict.fromkeys(placed, MISPLACED)
     wait_passing(audited, OPENREPORTS)
     before = audit_events(api)
     mapping = yaml.safe_dump([{"interfaceName": i, "network": n} for i, n in SWAPPED])
@@ -406,20 +416,27 @@ def test_a_swapped_recipe_fails_every_recipe_bound_runtime_until_restored(
     def diverging() -> bool:
         verdicts = report_verdicts(api, OPENREPORTS)
         said = count(new_events(api, before), DRIFT)
-        return all(verdicts.get(ref) == ("fail", (DIVERGES,)) and said[ref] for ref in bound)
+        return all(
+            verdicts.get(ref) == ("fail", (code,)) and said[ref] for ref, code in failing.items()
+        )
 
     with recipe_edited(audited.stack, {"tcpxoInterfaces": mapping}):
         wait_until(
             lambda: diverging() or None,
             timeout=SETTLE,
-            what="every recipe-bound runtime to diverge in reports and Events",
+            what="every recipe-bound runtime to diverge and every placed one to be misplaced",
             diagnose=lambda: f"{verdicts_shown(audited, OPENREPORTS)}\n{audited.report()}",
         )
         verdicts = report_verdicts(api, OPENREPORTS)
-        unbound = set(everything) - bound
-        assert all(verdicts[ref][0] != "fail" for ref in unbound), verdicts
+        unaffected = set(everything) - set(failing)
+        assert all(verdicts[ref][0] != "fail" for ref in unaffected), verdicts
         for event in new_events(api, before):
-            assert event.note.startswith(f"[{DIVERGES}] at position eth3 "), event
+            lead = (
+                f"[{DIVERGES}] at position eth3 "
+                if event.regarding in bound
+                else f"[{MISPLACED}] Networks on another interface than the recipe gives them: "
+            )
+            assert event.note.startswith(lead), event
         (tcpxo,) = (
             result
             for result in report_of(api, "")["results"]
@@ -427,13 +444,15 @@ def test_a_swapped_recipe_fails_every_recipe_bound_runtime_until_restored(
         )
         assert "the recipe records eth3->gpu-nic-3" in tcpxo["message"], tcpxo
     wait_until(
-        lambda: (all_pass(audited, OPENREPORTS) and restored_all(api, before, bound)) or None,
+        lambda: (
+            (all_pass(audited, OPENREPORTS) and restored_all(api, before, set(failing))) or None
+        ),
         timeout=SETTLE,
-        what="the recipe-bound runtimes to be restored",
+        what="the recipe-bound and placed runtimes to be restored",
         diagnose=audited.report,
     )
     said = settled_events(audited, before)
-    assert_said_once(said, dict.fromkeys(bound, (1, 1)), set(everything))
+    assert_said_once(said, dict.fromkeys(failing, (1, 1)), set(everything))
 
 
 def report_of(api: Api, namespace: str) -> Obj:

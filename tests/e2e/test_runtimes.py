@@ -114,8 +114,27 @@ def test_unwired_runtime_is_allowed_untouched(stack: Stack) -> None:
     expect.allowed(
         stack.apply(plain), f"clustertrainingruntime.trainer.kubeflow.org/{name} created"
     )
-    # Wired, not recipe-bound: allowed, with a warning naming the label that would bind it.
+    # Wired, not recipe-bound: the recipe's pairs in another order are placed right.
     swapped = runtime(unique("tcpxo-unbound"), pairs=with_pairs(RECIPE_PAIRS, (2, 3)))
-    run = stack.apply(swapped)
-    expect.warned(run, "[MappingDivergesFromRecipe] not recipe-bound (label nicguard.dev/recipe-b")
-    assert "created" in run.stdout
+    expect.allowed(stack.apply(swapped), "created")
+
+
+def test_a_teams_runtime_misplacing_a_recipe_network_is_refused(
+    stack: Stack, namespace: str
+) -> None:
+    name = unique("team-two-nics")
+    # Any subset of the recipe's Networks, but gpu-nic-5 belongs on eth6.
+    misplaced = runtime(
+        name, namespace=namespace, pairs=[("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-5")]
+    )
+    expect.denied(
+        stack.apply(misplaced),
+        f"TrainingRuntime/{namespace}/{name}",
+        "NetworkMisplaced",
+        "Networks on another interface than the recipe gives them: eth2->gpu-nic-5 (the recipe "
+        "places gpu-nic-5 on eth6) (recipe ",
+    )
+    placed = runtime(
+        name, namespace=namespace, pairs=[("eth1", "gpu-nic-0"), ("eth6", "gpu-nic-5")]
+    )
+    expect.allowed(stack.apply(placed), "created")

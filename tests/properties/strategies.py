@@ -294,9 +294,10 @@ def encoded_entries(draw: st.DrawFn, refs: Sequence[InterfaceRef]) -> str:
 
 
 def secondary_pairs(networks: Sequence[str] = GPU_NICS) -> st.SearchStrategy[list[tuple[str, str]]]:
-    """Well-formed secondary pairs ``ethN -> network``: unique names, unique cluster networks."""
+    """Well-formed secondary pairs ``ethN -> network``, in any order: unique names, unique
+    cluster networks, the N-th of ``networks`` on ``ethN`` (where the recipe places GPU_NICS)."""
     return st.lists(st.sampled_from(networks), unique=True, min_size=1, max_size=len(networks)).map(
-        lambda chosen: [(f"eth{i + 1}", net) for i, net in enumerate(chosen)]
+        lambda chosen: [(f"eth{networks.index(net) + 1}", net) for net in chosen]
     )
 
 

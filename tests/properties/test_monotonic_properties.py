@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from app.domain.cluster import ClusterSnapshot, Unverifiable
 from app.domain.evaluate import evaluate
@@ -309,6 +309,24 @@ def test_a_valid_runtime_with_any_network_renamed_to_a_missing_one_is_denied(
     assert _denied(evaluate(review(changed), CLUSTER, Policy()))
     update = evaluate(review(changed, operation=Operation.UPDATE, old=valid), CLUSTER, Policy())
     assert _denied(update)
+
+
+@CORE
+@given(secondary_pairs(), st.data())
+def test_moving_any_recipe_network_to_another_interface_is_misplaced(
+    pairs: list[Pair], data: st.DataObject
+) -> None:
+    """Placement (docs/rules.md, NetworkMisplaced): pairs, not order, are placed."""
+    position = data.draw(st.integers(0, len(pairs) - 1))
+    name, network_name = pairs[position]
+    used = {interface for interface, _ in pairs}
+    elsewhere = data.draw(st.sampled_from([f"eth{i}" for i in range(1, 10) if f"eth{i}" != name]))
+    assume(elsewhere not in used)
+    moved = list(pairs)
+    moved[position] = (elsewhere, network_name)
+    verdict = evaluate(review(runtime(PLAIN, annotations=wired(moved))), CLUSTER, Policy())
+    assert [v.code.value for v in verdict.violations] == ["NetworkMisplaced"]
+    assert f"{elsewhere}->{network_name} (the recipe places" in verdict.violations[0].message
 
 
 @CORE

@@ -1,7 +1,8 @@
 """``recipe_from_configmap``: any ConfigMap data yields a Recipe, never an exception.
 
 A Recipe carries a mapping, a problem, or neither (never both); a delivered mapping always
-passes AICR's ``ValidateGKETCPXOInterfaces`` (docs/rules.md), checked here by a model.
+passes AICR's ``ValidateGKETCPXOInterfaces`` (docs/rules.md), checked here by a model, or under
+the key ``interfaces`` the same without the ``gpu-nic`` rule, for eth1..ethN in order.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from hypothesis import given, settings, strategies as st
 
 from app.documents import DocumentError, load_yaml
 from app.domain.annotation import InterfaceRef
-from app.domain.recipe import PLAIN_KEY, RECIPE_KEYS, LoadYaml, Recipe, recipe_from_configmap
+from app.domain.recipe import (
+    INTERFACES_KEY,
+    PLAIN_KEY,
+    RECIPE_KEYS,
+    LoadYaml,
+    Recipe,
+    recipe_from_configmap,
+)
 from tests.builders import PAIRS, Pair, entries, plain_recipe, recipe_result
 from tests.properties.strategies import (
     finite_json_values,
@@ -68,6 +76,25 @@ def satisfies_aicr(mapping: tuple[InterfaceRef, ...]) -> bool:
     )
 
 
+def satisfies_interfaces(mapping: tuple[InterfaceRef, ...]) -> bool:
+    """The model of the ``interfaces`` key: 1-8 entries eth1..ethN in order, any valid names."""
+    networks = [entry.network for entry in mapping]
+    return (
+        1 <= len(mapping) <= 8
+        and [entry.interface_name for entry in mapping]
+        == [f"eth{i}" for i in range(1, len(mapping) + 1)]
+        and all(entry.interface is None for entry in mapping)
+        and len(set(networks)) == len(mapping)
+        and all(
+            isinstance(net, str)
+            and net != "default"
+            and len(net) <= 41
+            and NETWORK_NAME.fullmatch(net) is not None
+            for net in networks
+        )
+    )
+
+
 def read(data: Mapping[str, object], loader: LoadYaml = load_yaml) -> Recipe:
     """Read and check the invariants every Recipe keeps."""
     recipe = recipe_from_configmap(data, ref=REF, load_yaml=loader)
@@ -78,7 +105,10 @@ def read(data: Mapping[str, object], loader: LoadYaml = load_yaml) -> Recipe:
         assert isinstance(recipe.problem, str)
         assert recipe.problem
     if recipe.mapping is not None:
-        assert satisfies_aicr(recipe.mapping), recipe.mapping
+        if INTERFACES_KEY in data:
+            assert satisfies_interfaces(recipe.mapping), recipe.mapping
+        else:
+            assert satisfies_aicr(recipe.mapping), recipe.mapping
     if sum(key in data for key in RECIPE_KEYS) != 1:
         assert recipe.problem is not None
     return recipe

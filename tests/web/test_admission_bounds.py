@@ -92,7 +92,8 @@ def test_more_causes_than_twenty_end_with_how_many_more(client: TestClient) -> N
     reply = client.post("/validate", content=json.dumps(_wired(DUPLICATED)), headers=JSON)
     causes = reply.json()["response"]["status"]["details"]["causes"]
     assert len(causes) == 20
-    assert causes[-1]["message"] == "... and 5980 more (status.message counts the violations)"
+    # 5999 NetworkDuplicated, and one NetworkMisplaced (gpu-nic-0 belongs on eth1).
+    assert causes[-1]["message"] == "... and 5981 more (status.message counts the violations)"
     assert causes[0]["reason"] == "NetworkDuplicated"
 
 

@@ -191,23 +191,27 @@ def test_a_trainjob_whose_own_patches_diverge_is_blamed_for_them(
 # --- an unbound copy in another order -----------------------------------------------------------
 
 
-def test_an_unbound_copy_in_another_order_is_allowed_with_a_warning_naming_the_label(
+def test_an_unbound_copy_in_another_order_is_allowed_and_a_misplaced_one_denied(
     example_state: ClusterSnapshot,
 ) -> None:
     copy_ = example("objects/drifted-runtime.yaml")
     copy_["kind"] = "TrainingRuntime"
     copy_["metadata"] = {"name": "torch-tcpxo", "namespace": "team-a"}
     client, _ = make_client(example_state)
+    # Entries trading places keep every Network on its interface: placement has nothing to say.
     response = post(client, review_of(copy_))
     assert response["allowed"] is True
-    (warning,) = response["warnings"]
-    assert warning.startswith(
-        "[MappingDivergesFromRecipe] not recipe-bound (label nicguard.dev/recipe-bound=true "
-        "binds it): at position eth3"
-    )
-    assert response["auditAnnotations"] == {
-        "decision": "allowed",
-        "violations": "",
+    assert "warnings" not in response or not response["warnings"]
+    misplaced = example("objects/misplaced-network-runtime.yaml")
+    denied = post(client, review_of(misplaced))
+    assert denied["allowed"] is False
+    assert (
+        "[NetworkMisplaced] Networks on another interface than the recipe gives them: "
+        "eth2->gpu-nic-5 (the recipe places gpu-nic-5 on eth6)"
+    ) in denied["status"]["message"]
+    assert denied["auditAnnotations"] == {
+        "decision": "denied",
+        "violations": "NetworkMisplaced",
         "recipe": RECIPE_REF,
     }
     copy_["metadata"]["labels"] = {"nicguard.dev/recipe-bound": "true"}

@@ -1,4 +1,5 @@
-"""The rules of docs/rules.md, one module per family: structure, recipe binding, Networks."""
+"""The rules of docs/rules.md, one module per family: structure, recipe binding, placement,
+Networks, directives, protection."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from app.domain.rules.structure import RESERVED_NETWORKS
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
-_LISTED_MAX: Final = 12
+LISTED_MAX: Final = 12
 
 
 Target = tuple[int, InterfaceRef, str]
@@ -51,7 +51,7 @@ def missing_networks(wiring: Wiring, targets: list[Target], networks: Networks) 
     return Violation(
         code=Code.NETWORK_NOT_FOUND,
         field=wiring.entry_path(missing[0][0], "network"),
-        message=f"no Network object exists for {_counted([e.pair() for _, e, _ in missing])} "
+        message=f"no Network object exists for {counted([e.pair() for _, e, _ in missing])} "
         f"(cluster has: {known or 'no Network objects'})",
     )
 
@@ -68,7 +68,7 @@ def unusable_networks(
     if not unusable:
         return None
     usable = _listing(networks.usable_names)
-    listed = _counted([f"{entry.pair()} ({problem})" for _, entry, problem in unusable], "; ")
+    listed = counted([f"{entry.pair()} ({problem})" for _, entry, problem in unusable], "; ")
     return Violation(
         code=Code.NETWORK_NOT_READY,
         field=wiring.entry_path(unusable[0][0], "network"),
@@ -114,19 +114,19 @@ def device_mode_mismatch(
     return Violation(
         code=Code.DEVICE_MODE_MISMATCH,
         field=wiring.entry_path(wrong[0][0], "network"),
-        message=_counted([text for _, text in wrong], "; "),
+        message=counted([text for _, text in wrong], "; "),
     )
 
 
 def _listing(names: Sequence[str]) -> str:
-    return _counted([shown(name) for name in names[:_LISTED_MAX]], total=len(names))
+    return counted([shown(name) for name in names[:LISTED_MAX]], total=len(names))
 
 
-def _counted(items: Sequence[str], separator: str = ", ", *, total: int | None = None) -> str:
+def counted(items: Sequence[str], separator: str = ", ", *, total: int | None = None) -> str:
     """The first few of ``items`` (already shown), counting the rest: a message stays short
     whatever the object lists."""
-    listed = separator.join(items[:_LISTED_MAX])
-    extra = (len(items) if total is None else total) - _LISTED_MAX
+    listed = separator.join(items[:LISTED_MAX])
+    extra = (len(items) if total is None else total) - LISTED_MAX
     return f"{listed} and {extra} more" if extra > 0 else listed
 
 
