@@ -64,3 +64,13 @@ def live_serve(workdir: Path, *args: str) -> Iterator[LiveServe]:
         yield served
     finally:
         process.stop()
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (the peak since start) of ``pid``, in KiB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0])
+    return fields

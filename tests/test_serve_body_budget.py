@@ -21,7 +21,7 @@ from typing import Final
 
 import pytest
 
-from tests.live_serve import LiveServe, live_serve
+from tests.live_serve import LiveServe, live_serve, memory_kib
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # ~45 s: two rounds of the deadline, then the heap's sweep
@@ -37,16 +37,6 @@ RSS_LIMIT_MIB: Final = 200  # SPEC §10
 HEALTHZ_LIMIT: Final = 1.0
 AFTER_WITHIN: Final = 20.0  # the heap's sweep runs every 10 s
 MIB: Final = 1024 * 1024
-
-
-def memory_kib(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (the peak since start) of ``pid``, in KiB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(value.split()[0])
-    return fields
 
 
 @dataclass

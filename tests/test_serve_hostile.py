@@ -18,7 +18,7 @@ from typing import Final
 
 import pytest
 
-from tests.live_serve import LiveServe, live_serve
+from tests.live_serve import LiveServe, live_serve, memory_kib
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # ~15 s: the deadline has to pass
@@ -31,13 +31,6 @@ FRESH_EVERY: Final = 10  # every 10th review on a new connection, the rest on ke
 CLOSED_WITHIN: Final = 15.0
 P99_MS: Final = 50.0
 RSS_GROWTH_MIB: Final = 160  # the cap's 128 TLS buffers (~40 MiB) plus what churn leaves
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 @pytest.fixture
@@ -89,7 +82,7 @@ def test_idle_and_slow_header_connections_cost_no_review_its_latency(
         server.probe_port,
         server.context,
     )
-    rss_before = rss_kib(process.pid)
+    rss_before = memory_kib(process.pid)["VmRSS"]
     sockets: list[socket.socket] = []
     try:
         sockets += [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(IDLE)]
@@ -117,7 +110,7 @@ def test_idle_and_slow_header_connections_cost_no_review_its_latency(
                 for sock in slow:
                     with contextlib.suppress(OSError, ssl.SSLError):
                         sock.sendall(b"X-Trickle: 1\r\n")
-        rss_during = rss_kib(process.pid)
+        rss_during = memory_kib(process.pid)["VmRSS"]
         latencies.sort()
         p50 = latencies[len(latencies) // 2] * 1000
         p99 = latencies[int(len(latencies) * 0.99)] * 1000
@@ -136,7 +129,7 @@ def test_idle_and_slow_header_connections_cost_no_review_its_latency(
                     poller.unregister(fd)
         assert not by_fd, f"{len(by_fd)} slow connections open {CLOSED_WITHIN} s after opening"
         assert max(closed_after) < CLOSED_WITHIN
-        rss_after = rss_kib(process.pid)
+        rss_after = memory_kib(process.pid)["VmRSS"]
         metrics = (
             urllib.request.urlopen(f"http://127.0.0.1:{probe_port}/metrics", timeout=5)
             .read()

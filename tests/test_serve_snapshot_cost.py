@@ -23,7 +23,7 @@ import pytest
 
 from app.web.body_budget import DECODED_PER_TOKEN, MIB
 from tests.harness.procs import http_status
-from tests.live_serve import LiveServe, live_serve
+from tests.live_serve import LiveServe, live_serve, memory_kib
 from tests.support.hostile_snapshots import alias_bomb, empty_maps
 
 pytestmark = pytest.mark.slow
@@ -91,13 +91,6 @@ OVER_BUDGET: Final = frozenset(
 )
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[LiveServe]:
     with live_serve(tmp_path) as served:
@@ -138,7 +131,7 @@ def test_the_costliest_snapshot_reviews_leave_memory_and_probes_within_bounds(
     server: LiveServe,
 ) -> None:
     pid = server.process.pid
-    rss_before = rss_kib(pid)
+    rss_before = memory_kib(pid)["VmRSS"]
     done = threading.Event()
     probes: list[float] = []
     peak = [rss_before]
@@ -149,7 +142,7 @@ def test_the_costliest_snapshot_reviews_leave_memory_and_probes_within_bounds(
             started = time.perf_counter()
             assert http_status(f"{server.probes}/healthz") == 200
             probes.append(time.perf_counter() - started)
-            peak[0] = max(peak[0], rss_kib(pid))
+            peak[0] = max(peak[0], memory_kib(pid)["VmRSS"])
 
     poller = threading.Thread(target=poll, name="healthz-poller")
     poller.start()
