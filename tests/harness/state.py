@@ -3,8 +3,9 @@
 Everything is written as ``admin``; the conditions of Networks and of their GKENetworkParamSets go
 through the ``status`` subresource, as GKE writes them.
 The CRDs are upstream's, unmodified (``tests/e2e/crds/*/``, each file names its source): the
-GKE networking API and one Kubeflow Trainer release per control plane, and on request the policy
-report APIs (OpenReports ``openreports.io``, the Policy WG's ``wgpolicyk8s.io``).
+GKE networking API, one Kubeflow Trainer release per control plane, JobSet v0.12.0 (the workload
+door's JobSets), and on request the policy report APIs (OpenReports ``openreports.io``, the
+Policy WG's ``wgpolicyk8s.io``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.harness.procs import wait_until
 
 CRDS: Final = ROOT / "tests" / "e2e" / "crds"
 NETWORK_API_CRDS: Final = CRDS / "gke-networking"
+JOBSET_CRDS: Final = CRDS / "jobset-v0.12.0"
 NETWORKS: Final = "networks.networking.gke.io"
 PARAM_SETS: Final = "gkenetworkparamsets.networking.gke.io"
 # The resource of each kind of examples/cluster/networks.yaml, for ``set_status``.
@@ -79,10 +81,12 @@ def checked(run: Run, what: str) -> Run:
 
 
 def crd_files(*, network_api: bool, trainer: Trainer) -> list[Path]:
-    """``trainer``'s three CRDs, then (if ``network_api``) Network and GKENetworkParamSet."""
+    """``trainer``'s three CRDs, JobSet's, then (if ``network_api``) Network and
+    GKENetworkParamSet."""
     files = sorted((CRDS / f"trainer-{trainer.version}").glob("*.yaml"))
+    files += sorted(JOBSET_CRDS.glob("*.yaml"))
     files += sorted(NETWORK_API_CRDS.glob("*.yaml")) if network_api else []
-    if len(files) != (5 if network_api else 3):
+    if len(files) != (6 if network_api else 4):
         raise RuntimeError(f"unexpected CRD files for Trainer {trainer.version}: {files}")
     return files
 
@@ -92,8 +96,8 @@ def install_crds(
 ) -> None:
     """Create the CRDs and wait until they are Established (served).
 
-    ``create``, never client-side ``apply``: the Trainer CRDs are far larger than the 256 KiB
-    a ``last-applied-configuration`` annotation may hold.
+    ``create``, never client-side ``apply``: the Trainer and JobSet CRDs are far larger than the
+    256 KiB a ``last-applied-configuration`` annotation may hold.
     """
     files = crd_files(network_api=network_api, trainer=trainer)
     args = [arg for f in files for arg in ("-f", str(f))]
