@@ -15,11 +15,19 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from app.domain.cluster import ObjectName
-from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Placement, Policy, Protect
+from app.domain.policy import (
+    Enforcement,
+    NotReady,
+    OnUnverifiable,
+    Placement,
+    Policy,
+    Protect,
+    Workloads,
+)
 from app.domain.policy_reports import ReportApi
 
 _T = TypeVar("_T")
-_E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Placement, Enforcement)
+_E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Placement, Workloads, Enforcement)
 
 ENV_PREFIX: Final = "NICGUARD_"
 REPORTS_AUTO: Final = "auto"
@@ -93,6 +101,11 @@ POLICY_OPTIONS: Final = (
         "placement",
         _POLICY.placement.value,
         "deny|warn|off: an unbound template putting a recipe's Network on another interface",
+    ),
+    Option(
+        "workloads",
+        _POLICY.workloads.value,
+        "deny|warn|off: JobSets, Jobs and Pods whose wiring breaks a rule",
     ),
     Option(
         "reports",
@@ -194,6 +207,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
             enforcement=parse_value(raw, "enforcement", _choice(Enforcement)),
             protect=parse_value(raw, "protect", _choice(Protect)),
             placement=parse_value(raw, "placement", _choice(Placement)),
+            workloads=parse_value(raw, "workloads", _choice(Workloads)),
         ),
         log_level=parse_value(raw, "log-level", _log_level),
         reports=parse_value(raw, "reports", _reports),

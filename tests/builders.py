@@ -10,7 +10,7 @@ import yaml
 
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, ObjectName, snapshot_of
-from app.domain.kinds import Kind
+from app.domain.kinds import Kind, Role, workload_kind
 from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
 
@@ -279,7 +279,7 @@ def review(
     subresource: str = "",
 ) -> Review:
     """A request for ``obj``; kind and namespace are read from the object."""
-    kind = Kind(str(obj["kind"]))
+    kind: Role = workload_kind(obj) or Kind(str(obj["kind"]))
     metadata = obj.get("metadata")
     namespace = metadata.get("namespace", "") if isinstance(metadata, dict) else ""
     return Review(
@@ -323,6 +323,85 @@ def copy_of(
             "ownerReferences": [TRAINJOB_OWNER] if owners is None else owners,
         },
         "data": {"runtime": text},
+    }
+
+
+JOB_SET_API: Final = "jobset.x-k8s.io/v1alpha2"
+WORKLOAD_NAMESPACE: Final = "team-a"
+
+
+def controller(kind: str, name: str, api_version: str = "batch/v1") -> dict[str, object]:
+    """The ``ownerReferences`` entry of the controller ``kind`` ``name``."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": "7c1f3a52-9e4b-4d8a-b6f0-2a3e5d7c9b11",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _workload_metadata(
+    name: str | None, owners: Sequence[object], **fields: object
+) -> dict[str, object]:
+    metadata: dict[str, object] = {"namespace": WORKLOAD_NAMESPACE, **fields}
+    if name is not None:
+        metadata["name"] = name
+    if owners:
+        metadata["ownerReferences"] = list(owners)
+    return metadata
+
+
+def job_set(
+    *jobs: object,
+    name: str = "llama",
+    owners: Sequence[object] = (),
+    suspend: bool = False,
+) -> dict[str, object]:
+    """A JobSet in team-a whose replicatedJobs are ``jobs`` (``node_job`` builds them)."""
+    return {
+        "apiVersion": JOB_SET_API,
+        "kind": "JobSet",
+        "metadata": _workload_metadata(name, owners),
+        "spec": {"suspend": suspend, "replicatedJobs": list(jobs)},
+    }
+
+
+def batch_job(
+    annotations: Mapping[str, object] | None,
+    *,
+    name: str = "llama-node-0",
+    owners: Sequence[object] = (),
+) -> dict[str, object]:
+    """A ``batch/v1`` Job in team-a whose pod template carries ``annotations``."""
+    metadata = {} if annotations is None else {"annotations": dict(annotations)}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _workload_metadata(name, owners),
+        "spec": {"template": {"metadata": metadata, "spec": {"containers": []}}},
+    }
+
+
+def pod(
+    annotations: Mapping[str, object] | None,
+    *,
+    name: str | None = "llama-node-0-0-x2k",
+    owners: Sequence[object] = (),
+    generate_name: str | None = None,
+) -> dict[str, object]:
+    """A Pod in team-a carrying ``annotations``."""
+    fields: dict[str, object] = {}
+    if annotations is not None:
+        fields["annotations"] = dict(annotations)
+    if generate_name is not None:
+        fields["generateName"] = generate_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _workload_metadata(name, owners, **fields),
+        "spec": {"containers": []},
     }
 
 

@@ -18,7 +18,7 @@ from app.config import (
     settings_from,
 )
 from app.domain.cluster import ObjectName
-from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Placement, Policy
+from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Placement, Policy, Workloads
 
 
 def _settings(*flags: str, env: dict[str, str] | None = None) -> Settings:
@@ -78,6 +78,22 @@ def test_placement_is_a_flag_and_a_variable(
 
 
 @pytest.mark.parametrize(
+    ("flags", "env", "expected"),
+    [
+        pytest.param([], {}, Workloads.DENY, id="default"),
+        pytest.param([], {"NICGUARD_WORKLOADS": "off"}, Workloads.OFF, id="env"),
+        pytest.param(
+            ["--workloads", "warn"], {"NICGUARD_WORKLOADS": "off"}, Workloads.WARN, id="flag"
+        ),
+    ],
+)
+def test_workloads_is_a_flag_and_a_variable(
+    flags: list[str], env: dict[str, str], expected: Workloads
+) -> None:
+    assert _settings(*flags, env=env).policy.workloads is expected
+
+
+@pytest.mark.parametrize(
     ("flags", "env", "message"),
     [
         pytest.param(
@@ -111,6 +127,12 @@ def test_placement_is_a_flag_and_a_variable(
             {},
             "invalid placement 'never' (from --placement): expected one of deny, warn, off",
             id="placement",
+        ),
+        pytest.param(
+            [],
+            {"NICGUARD_WORKLOADS": "audit"},
+            "invalid workloads 'audit' (from NICGUARD_WORKLOADS): expected one of deny, warn, off",
+            id="workloads",
         ),
         pytest.param(
             ["--recipe-configmap", "a/b/c"],

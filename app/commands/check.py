@@ -16,7 +16,7 @@ from app.domain.cluster import (
 )
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap, map_at, str_at
-from app.domain.kinds import Kind, Protected, trainer_kind
+from app.domain.kinds import Copy, Kind, trainer_kind
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
@@ -102,7 +102,7 @@ def _evaluate_copy(
     configmap = {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": namespace}}
     review = Review(
         operation=Operation.CREATE,
-        kind=Protected.RUNTIME_SNAPSHOT,
+        kind=Copy.RUNTIME_SNAPSHOT,
         namespace=namespace,
         obj=configmap,
         snapshot=read_snapshot(configmap, owner, load_snapshot_yaml),

@@ -9,7 +9,7 @@ from typing import Final
 
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at
-from app.domain.kinds import Kind, Protected, runtime_ref_of
+from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
 from app.domain.review import Operation, Review
 
 # Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
@@ -22,24 +22,33 @@ EXEMPT_USERS: Final = frozenset(
         "system:kube-controller-manager",
     }
 )
-_PROTECTED_OPERATIONS: Final = {
+_PROTECTED_OPERATIONS: Final[dict[Protected | Copy, frozenset[Operation]]] = {
     Protected.NETWORK: frozenset({Operation.DELETE}),
     Protected.PARAM_SET: frozenset({Operation.DELETE}),
     Protected.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
-    Protected.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
+    Copy.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
+}
+# A Pod's NICs are attached once, when it is created: an update of one changes none of them.
+_WORKLOAD_OPERATIONS: Final = {
+    Workload.JOB_SET: frozenset({Operation.CREATE, Operation.UPDATE}),
+    Workload.JOB: frozenset({Operation.CREATE, Operation.UPDATE}),
+    Workload.POD: frozenset({Operation.CREATE}),
 }
 
 
 def skip_reason(review: Review) -> str | None:
     """Why a request is allowed without evaluation, or None when it must be judged."""
-    if isinstance(review.kind, Protected):
-        return _protected_skip_reason(review.kind, review)
+    kind = review.kind
+    if isinstance(kind, Protected | Copy):
+        return _protected_skip_reason(kind, review)
+    if isinstance(kind, Workload) and review.operation not in _WORKLOAD_OPERATIONS[kind]:
+        return f"{review.operation} of a {kind.value} is not checked"
     if review.operation not in (Operation.CREATE, Operation.UPDATE):
         return f"{review.operation} is not checked"
     if review.subresource:
         return f"subresource {review.subresource} is not checked"
-    if review.kind is None:
-        return "not a Trainer runtime or TrainJob"
+    if kind is None:
+        return "not a kind nicguard judges"
     return _terminating_reason(review)
 
 
@@ -60,7 +69,7 @@ def _beyond_metadata(obj: JsonMap) -> dict[str, object]:
     return {key: value for key, value in obj.items() if key != "metadata"}
 
 
-def _protected_skip_reason(kind: Protected, review: Review) -> str | None:
+def _protected_skip_reason(kind: Protected | Copy, review: Review) -> str | None:
     if review.operation not in _PROTECTED_OPERATIONS[kind]:
         return f"{review.operation} of a {kind.value} is not checked"
     if review.subresource:

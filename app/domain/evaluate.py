@@ -12,13 +12,14 @@ from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap
 from app.domain.grandfather import grandfather
 from app.domain.judge import Evaluation, judge_runtime
-from app.domain.kinds import Kind, Protected
+from app.domain.kinds import Copy, Kind, Protected, Workload
 from app.domain.policy import Enforcement, Policy
 from app.domain.protection import judge_protected
 from app.domain.review import Operation, Review
 from app.domain.snapshot import judge_snapshot
 from app.domain.trainjob import judge_trainjob
 from app.domain.verdict import Verdict
+from app.domain.workloads import judge_workload
 
 
 def evaluate(
@@ -39,28 +40,41 @@ def evaluate(
 
 
 def evaluate_object(
-    kind: Kind, obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
+    kind: Kind | Workload, obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
 ) -> Evaluation:
-    """Judge a ClusterTrainingRuntime, TrainingRuntime or TrainJob as a CREATE; never raises."""
+    """Judge a ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job or Pod as a
+    CREATE; never raises."""
+    if isinstance(kind, Workload):
+        return judge_workload(kind, obj, namespace, view, policy)
     if kind is Kind.TRAIN_JOB:
         return judge_trainjob(obj, namespace, view, policy)
     return judge_runtime(kind, obj, view, policy)
 
 
 def _judge(review: Review, view: ClusterView, policy: Policy, assessment: Assessment) -> Verdict:
-    if assessment.skip is not None:
+    # One row per role (app/domain/kinds.py): snapshots are judged as the runtime they copy,
+    # what the wiring depends on is protected, Trainer kinds and workloads are judged as objects.
+    kind = review.kind
+    if assessment.skip is not None or kind is None:
         return Verdict()
-    if review.kind is Protected.RUNTIME_SNAPSHOT:
+    if isinstance(kind, Copy):
         return judge_snapshot(review, view, policy)
-    if isinstance(review.kind, Protected):
-        return judge_protected(review.kind, review, view, policy)
-    if review.kind is None or review.obj is None:
+    if isinstance(kind, Protected):
+        return judge_protected(kind, review, view, policy)
+    return _judge_object(kind, review, view, policy)
+
+
+def _judge_object(
+    kind: Kind | Workload, review: Review, view: ClusterView, policy: Policy
+) -> Verdict:
+    """A Trainer object or a workload, with UPDATE grandfathering."""
+    if review.obj is None:
         return Verdict()
-    current = evaluate_object(review.kind, review.obj, review.namespace, view, policy)
+    current = evaluate_object(kind, review.obj, review.namespace, view, policy)
     verdict = current.verdict
     if review.operation is not Operation.UPDATE or verdict.allowed or review.old_obj is None:
         return verdict
-    previous = evaluate_object(review.kind, review.old_obj, review.namespace, view, policy)
+    previous = evaluate_object(kind, review.old_obj, review.namespace, view, policy)
     if previous.fingerprint != current.fingerprint:
         return verdict  # the update changes the wiring: full verdict
     return grandfather(verdict, previous.verdict)

@@ -1,4 +1,5 @@
-"""The Kubeflow Trainer kinds nicguard judges, and how a TrainJob names its runtime."""
+"""The roles of what nicguard judges, one enum each (Trainer kinds, workloads, what the wiring
+depends on, runtime snapshots), and how a TrainJob names its runtime."""
 
 from __future__ import annotations
 
@@ -44,14 +45,57 @@ def trainer_kind(obj: object) -> Kind | None:
     return kind_of(group, str_at(obj, "kind") or "")
 
 
+class Workload(StrEnum):
+    """What runs pods, judged without a binding (docs/rules.md, the workload doors)."""
+
+    JOB_SET = "JobSet"
+    JOB = "Job"
+    POD = "Pod"
+
+    @property
+    def group(self) -> str:
+        return _WORKLOAD_GROUPS[self]
+
+
+_WORKLOAD_GROUPS: Final = {
+    Workload.JOB_SET: "jobset.x-k8s.io",
+    Workload.JOB: "batch",
+    Workload.POD: "",
+}
+
+
+def workload_of(group: str, kind: str) -> Workload | None:
+    """The workload for a group/kind pair, or None."""
+    try:
+        workload = Workload(kind)
+    except ValueError:
+        return None
+    return workload if workload.group == group else None
+
+
+def workload_kind(obj: object) -> Workload | None:
+    """The workload an object is by apiVersion group (none for the core group) and kind, or
+    None."""
+    group = (str_at(obj, "apiVersion") or "").rpartition("/")[0]
+    return workload_of(group, str_at(obj, "kind") or "")
+
+
 class Protected(StrEnum):
-    """What the wiring depends on, protected against writes that would break it, and the runtime
-    snapshots Trainer builds a TrainJob's pods from (docs/rules.md)."""
+    """What the wiring depends on, protected against writes that would break it."""
 
     NETWORK = "Network"
     PARAM_SET = "GKENetworkParamSet"
     RECIPE = "ConfigMap"
+
+
+class Copy(StrEnum):
+    """The copies Trainer builds a TrainJob's pods from, judged as what they copy."""
+
     RUNTIME_SNAPSHOT = "RuntimeSnapshot"
+
+
+Role = Kind | Workload | Protected | Copy
+"""What a judged request is: the dispatcher's one question (app/domain/evaluate.py)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,15 @@ class Placement(StrEnum):
     OFF = "off"
 
 
+class Workloads(StrEnum):
+    """What a JobSet, Job or Pod whose wiring breaks a rule gets at the workload doors: ``off``
+    admits them unjudged."""
+
+    DENY = "deny"
+    WARN = "warn"
+    OFF = "off"
+
+
 class Enforcement(StrEnum):
     """What a denial becomes: ``warn`` allows it with its lines as warnings (the rollout mode,
     docs/rollout.md)."""
@@ -62,4 +71,5 @@ class Policy:
     on_unverifiable: OnUnverifiable = OnUnverifiable.DENY
     protect: Protect = Protect.DENY
     placement: Placement = Placement.DENY
+    workloads: Workloads = Workloads.DENY
     enforcement: Enforcement = Enforcement.DENY

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.domain.fields import JsonMap
-from app.domain.kinds import Kind, Protected
+from app.domain.kinds import Role
 from app.domain.recipe import Recipe
 from app.domain.runtime_snapshot import RuntimeSnapshot
 
@@ -33,7 +33,7 @@ class Review:
     """
 
     operation: Operation
-    kind: Kind | Protected | None
+    kind: Role | None
     namespace: str = ""
     obj: JsonMap | None = None
     old_obj: JsonMap | None = None

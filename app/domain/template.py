@@ -103,7 +103,7 @@ def job_templates(runtime: object, *, ancestors: Mapping[str, bool] | None = Non
         return JobTemplates(wired, ())  # the node job alone, as in AICR's runtimes
     taken = {position for _, position in entries}
     others = (
-        _template(_job_name(jobs[position], position), position, jobs[position])
+        _template(job_name(jobs[position], position), position, jobs[position])
         for position in range(len(jobs))
         if position not in taken
     )
@@ -166,13 +166,13 @@ def _wired_entries(
         name = value_at(item, "name")
         relabelled = ancestors.get(name) if ancestors and isinstance(name, str) else None
         if is_trainer_ancestor(item) if relabelled is None else relabelled:
-            labelled.append((_job_name(item, position), position))
+            labelled.append((job_name(item, position), position))
     if labelled and entries[0][1] is None:
         del entries[0]  # no node job: the labelled ones run the trainer
     return jobs, (*entries, *labelled)
 
 
-def _job_name(job: object, position: int) -> str:
+def job_name(job: object, position: int) -> str:
     """A job's name, or its position when it has none (files may hold such entries)."""
     name = value_at(job, "name")
     return name if isinstance(name, str) else f"replicatedJobs[{position}]"

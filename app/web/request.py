@@ -11,7 +11,7 @@ from typing import Final
 from app.documents import load_yaml
 from app.domain.cluster import ObjectName, recipe_of
 from app.domain.fields import JsonMap, as_map, str_at
-from app.domain.kinds import Protected, kind_of
+from app.domain.kinds import Copy, Protected, Role, kind_of, workload_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
@@ -66,7 +66,11 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     namespace = _text(request.get("namespace"))
     name = _text(request.get("name")) or str_at(obj, "metadata", "name") or ""
     username = _text((as_map(request.get("userInfo")) or _EMPTY).get("username"))
-    judged = kind_of(group, kind) or _protected(group, kind, ObjectName(namespace, name), recipe)
+    judged: Role | None = (
+        kind_of(group, kind)
+        or workload_of(group, kind)
+        or _protected(group, kind, ObjectName(namespace, name), recipe)
+    )
     written = old_recipe = snapshot = old_snapshot = None
     if judged is Protected.RECIPE and recipe is not None:
         written = None if obj is None else recipe_of(obj, recipe, load_yaml)
@@ -74,7 +78,7 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
     elif group == "" and kind == Protected.RECIPE and obj is not None:
         owner = snapshot_owner(obj)
         if owner is not None:
-            judged = Protected.RUNTIME_SNAPSHOT
+            judged = Copy.RUNTIME_SNAPSHOT
             snapshot = read_snapshot(obj, owner, load_snapshot_yaml)
             old_owner = snapshot_owner(old_obj)
             if old_obj is not None and old_owner is not None:

@@ -12,7 +12,7 @@ from typing import Final
 from app.domain.cluster import ClusterSnapshot
 from app.domain.evaluate import evaluate
 from app.domain.fields import as_list, as_map, value_at
-from app.domain.kinds import Kind, Protected
+from app.domain.kinds import Copy, Kind
 from app.domain.policy import Policy
 from app.domain.recipe import LoadYaml
 from app.domain.review import Operation, Review
@@ -125,7 +125,7 @@ def _cluster() -> ClusterSnapshot:
 def _judged(configmap: dict[str, object], found: RuntimeSnapshot) -> Verdict:
     request = Review(
         operation=Operation.CREATE,
-        kind=Protected.RUNTIME_SNAPSHOT,
+        kind=Copy.RUNTIME_SNAPSHOT,
         namespace="team",
         obj=configmap,
         snapshot=found,

@@ -7,11 +7,11 @@ import pytest
 
 from app.domain.assessment import EXEMPT_USERS, Assessment, assess
 from app.domain.evaluate import evaluate
-from app.domain.kinds import Kind, Protected
+from app.domain.kinds import Kind, Protected, Workload
 from app.domain.policy import Policy
 from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
-from tests.builders import review, runtime, snapshot, trainjob, wired
+from tests.builders import batch_job, job_set, pod, review, runtime, snapshot, trainjob, wired
 
 BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth1"))
 
@@ -43,6 +43,42 @@ BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth1"))
                 None,
             ),
             id="an-exempt-identity",
+        ),
+        pytest.param(review(pod(wired())), Assessment(None, None), id="a-pod-create"),
+        pytest.param(
+            review(pod(wired()), operation=Operation.UPDATE, old=pod(wired())),
+            Assessment("UPDATE of a Pod is not checked", None),
+            id="a-pod-update",
+        ),
+        pytest.param(
+            review(job_set(), operation=Operation.UPDATE, old=job_set()),
+            Assessment(None, None),
+            id="a-jobset-update",
+        ),
+        pytest.param(
+            review(batch_job(wired()), operation=Operation.UPDATE, old=batch_job(wired())),
+            Assessment(None, None),
+            id="a-job-update",
+        ),
+        pytest.param(
+            Review(operation=Operation.DELETE, kind=Workload.JOB, name="llama-node-0"),
+            Assessment("DELETE of a Job is not checked", None),
+            id="a-job-delete",
+        ),
+        pytest.param(
+            review(pod(wired()), subresource="binding"),
+            Assessment("subresource binding is not checked", None),
+            id="a-pod-binding",
+        ),
+        pytest.param(
+            Review(
+                operation=Operation.CREATE,
+                kind=Workload.POD,
+                obj=pod(wired()),
+                username="system:kube-controller-manager",
+            ),
+            Assessment(None, None),
+            id="the-controller-manager-is-judged",
         ),
     ],
 )

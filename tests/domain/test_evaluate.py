@@ -77,7 +77,7 @@ def test_terminating_objects_are_judged_unless_only_metadata_changes(request_: R
         ),
         pytest.param(
             Review(operation=Operation.CREATE, kind=None, obj=BAD),
-            "not a Trainer runtime or TrainJob",
+            "not a kind nicguard judges",
             id="kind-none",
         ),
     ],

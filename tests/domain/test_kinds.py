@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.kinds import Kind, RuntimeRef, kind_of, runtime_ref_of
-from tests.builders import trainjob
+from app.domain.kinds import (
+    Kind,
+    RuntimeRef,
+    Workload,
+    kind_of,
+    runtime_ref_of,
+    workload_kind,
+    workload_of,
+)
+from tests.builders import batch_job, job_set, pod, trainjob
 
 
 @pytest.mark.parametrize(
@@ -91,3 +99,39 @@ def test_only_trainer_runtime_kinds_can_be_resolved(ref: RuntimeRef, expected: K
 
 def test_a_runtime_ref_describes_itself_as_kind_slash_name() -> None:
     assert RuntimeRef("rt", "TrainingRuntime").describe() == "TrainingRuntime/rt"
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "expected"),
+    [
+        pytest.param("jobset.x-k8s.io", "JobSet", Workload.JOB_SET, id="jobset"),
+        pytest.param("batch", "Job", Workload.JOB, id="job"),
+        pytest.param("", "Pod", Workload.POD, id="pod"),
+        pytest.param("batch", "CronJob", None, id="cronjob"),
+        pytest.param("", "Job", None, id="job-in-core-group"),
+        pytest.param("leaderworkerset.x-k8s.io", "Pod", None, id="pod-in-other-group"),
+        pytest.param("trainer.kubeflow.org", "TrainJob", None, id="trainer-kind"),
+    ],
+)
+def test_workloads_are_known_by_group_and_kind(
+    group: str, kind: str, expected: Workload | None
+) -> None:
+    assert workload_of(group, kind) is expected
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        pytest.param(job_set(), Workload.JOB_SET, id="jobset"),
+        pytest.param(batch_job(None), Workload.JOB, id="job"),
+        pytest.param(pod(None), Workload.POD, id="pod"),
+        pytest.param({"apiVersion": "batch/v1", "kind": "Pod"}, None, id="pod-in-batch"),
+        pytest.param({"kind": "Pod"}, Workload.POD, id="no-api-version-is-core"),
+        pytest.param({"apiVersion": "v1"}, None, id="no-kind"),
+        pytest.param("Pod", None, id="not-an-object"),
+    ],
+)
+def test_a_workload_is_known_by_api_version_and_kind(
+    obj: object, expected: Workload | None
+) -> None:
+    assert workload_kind(obj) is expected

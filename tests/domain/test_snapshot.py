@@ -10,7 +10,7 @@ from app.documents import load_yaml
 from app.domain.assessment import skip_reason
 from app.domain.cluster import ClusterSnapshot, Unverifiable, with_runtimes
 from app.domain.evaluate import evaluate
-from app.domain.kinds import Kind, Protected
+from app.domain.kinds import Copy, Kind
 from app.domain.policy import Enforcement, OnUnverifiable, Policy
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
@@ -47,7 +47,7 @@ def judged(
     old_owner = None if old is None else snapshot_owner(old)
     request = Review(
         operation=Operation.CREATE if old is None else Operation.UPDATE,
-        kind=Protected.RUNTIME_SNAPSHOT,
+        kind=Copy.RUNTIME_SNAPSHOT,
         namespace="team",
         obj=configmap,
         old_obj=old,
@@ -220,7 +220,7 @@ def test_the_live_runtime_of_a_training_runtime_copy_is_looked_up_in_its_namespa
 
 
 def test_a_snapshot_write_without_its_copy_is_not_judged() -> None:
-    request = Review(operation=Operation.CREATE, kind=Protected.RUNTIME_SNAPSHOT, obj={})
+    request = Review(operation=Operation.CREATE, kind=Copy.RUNTIME_SNAPSHOT, obj={})
     assert evaluate(request, snapshot(), Policy()).allowed
 
 
@@ -242,7 +242,7 @@ def test_exempt_controllers_are_never_blocked_on_snapshots() -> None:
     configmap = copy_of(bare(runtime(annotations=wired(SWAPPED))))
     request = Review(
         operation=Operation.UPDATE,
-        kind=Protected.RUNTIME_SNAPSHOT,
+        kind=Copy.RUNTIME_SNAPSHOT,
         obj=configmap,
         username="system:serviceaccount:kube-system:generic-garbage-collector",
     )

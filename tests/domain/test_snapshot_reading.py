@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from app.domain.evaluate import evaluate
-from app.domain.kinds import Protected
+from app.domain.kinds import Copy
 from app.domain.policy import Policy
 from app.domain.review import Operation, Review
 from app.domain.runtime_decoding import typed_reading_problem
@@ -41,7 +41,7 @@ def judged(text: str) -> Verdict:
     configmap = copy_of(text)
     request = Review(
         operation=Operation.CREATE,
-        kind=Protected.RUNTIME_SNAPSHOT,
+        kind=Copy.RUNTIME_SNAPSHOT,
         namespace="team",
         obj=configmap,
         snapshot=read_snapshot(configmap, "job", load_snapshot_yaml),

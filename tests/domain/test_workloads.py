@@ -1,0 +1,437 @@
+"""The workload doors (docs/rules.md): a JobSet's, a Job's and a Pod's annotated pod templates,
+judged without a binding, each finding naming the object and its controller."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import pytest
+
+from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
+from app.domain.evaluate import evaluate, evaluate_object
+from app.domain.fields import JsonMap
+from app.domain.kinds import Workload
+from app.domain.policy import (
+    Enforcement,
+    OnUnverifiable,
+    Placement,
+    Policy,
+    Workloads,
+)
+from app.domain.review import Operation
+from app.domain.verdict import Decision, Verdict
+from app.domain.workloads import describe_workload, judge_workload, workload_templates
+from tests.builders import (
+    DEFAULT_INTERFACE,
+    INTERFACES,
+    JOB_SET_API,
+    PAIRS,
+    batch_job,
+    controller,
+    job_set,
+    network,
+    node_job,
+    param_set,
+    pod,
+    review,
+    snapshot,
+    wired,
+)
+
+MISPLACED = (("eth1", "gpu-nic-1"), ("eth2", "gpu-nic-0"))
+MISSING = (("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-9"))
+JOB_OF = controller("Job", "llama-node-0")
+JOB_SET_OF = controller("JobSet", "llama", JOB_SET_API)
+POD_LEAD = "Pod team-a/llama-node-0-0-x2k (of Job team-a/llama-node-0): "
+POD_INTERFACES = f"metadata.annotations[{INTERFACES}]"
+JOB_INTERFACES = f"spec.template.metadata.annotations[{INTERFACES}]"
+
+
+def _rjob(position: int) -> str:
+    return f"spec.replicatedJobs[{position}].template.spec.template.metadata.annotations"
+
+
+def _found(verdict: Verdict) -> list[tuple[str, str, str]]:
+    return [(v.code.value, v.field, v.message) for v in verdict.violations]
+
+
+def _judge(
+    obj: JsonMap, view: ClusterSnapshot | None = None, policy: Policy | None = None
+) -> Verdict:
+    return evaluate(review(obj), snapshot() if view is None else view, policy or Policy())
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        pytest.param(
+            pod({}, owners=[JOB_OF]),
+            "Pod team-a/llama-node-0-0-x2k (of Job team-a/llama-node-0)",
+            id="pod-of-job",
+        ),
+        pytest.param(
+            pod({}, name=None, generate_name="llama-node-0-0-", owners=[JOB_OF]),
+            "Pod team-a/llama-node-0-0-… (of Job team-a/llama-node-0)",
+            id="generate-name",
+        ),
+        pytest.param(pod({}, name=None), "Pod team-a/(unnamed)", id="no-name"),
+        pytest.param(
+            pod({}, owners=[{**JOB_OF, "controller": False}]),
+            "Pod team-a/llama-node-0-0-x2k",
+            id="owner-not-controller",
+        ),
+        pytest.param(
+            pod({}, owners=["not a map", {"controller": True, "kind": "Job"}, JOB_OF]),
+            "Pod team-a/llama-node-0-0-x2k (of Job team-a/llama-node-0)",
+            id="unusable-owners-skipped",
+        ),
+        pytest.param(
+            batch_job({}, owners=[JOB_SET_OF]),
+            "Job team-a/llama-node-0 (of JobSet team-a/llama)",
+            id="job-of-jobset",
+        ),
+        pytest.param(job_set(), "JobSet team-a/llama", id="jobset"),
+        pytest.param(
+            pod({}, name="x" * 80),
+            f"Pod team-a/{'x' * 63}…",
+            id="long-name-cut",
+        ),
+    ],
+)
+def test_a_workload_is_named_with_its_controller(obj: JsonMap, expected: str) -> None:
+    kind = Workload(str(obj["kind"]))
+    assert describe_workload(kind, obj, "team-a") == expected
+
+
+def test_a_workload_without_namespace_is_named_alone() -> None:
+    assert describe_workload(Workload.POD, pod({}), "") == "Pod llama-node-0-0-x2k"
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        pytest.param(
+            job_set(
+                node_job(wired(), name="node"),
+                node_job({"team": "a"}, name="driver"),
+                node_job(wired(MISPLACED), name="workers"),
+                {"template": {"spec": {"template": {"metadata": {"annotations": wired()}}}}},
+            ),
+            [
+                (f"{_rjob(0)}", "node"),
+                (f"{_rjob(2)}", "workers"),
+                (f"{_rjob(3)}", "replicatedJobs[3]"),
+            ],
+            id="jobset-annotated-jobs",
+        ),
+        pytest.param(
+            job_set(node_job(None), "not a job", {"name": "no-template"}),
+            [],
+            id="jobset-nothing-annotated",
+        ),
+        pytest.param(batch_job(wired()), [("spec.template.metadata.annotations", "Job")], id="job"),
+        pytest.param(batch_job(None), [], id="job-unannotated"),
+        pytest.param(pod(wired()), [("metadata.annotations", "Pod")], id="pod"),
+        pytest.param(pod({"team": "a"}), [], id="pod-unannotated"),
+    ],
+)
+def test_only_templates_carrying_the_interfaces_key_are_judged(
+    obj: JsonMap, expected: list[tuple[str, str]]
+) -> None:
+    kind = Workload(str(obj["kind"]))
+    found = workload_templates(kind, obj)
+    assert [(str(t.annotations_path), t.job) for t in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("obj", "view", "expected"),
+    [
+        pytest.param(
+            job_set(
+                node_job(wired(), name="node"),
+                node_job(wired(MISPLACED), name="workers"),
+                node_job(wired(MISSING), name="eval"),
+            ),
+            None,
+            [
+                (
+                    "NetworkMisplaced",
+                    f"{_rjob(1)}[{INTERFACES}]",
+                    "JobSet team-a/llama: workers job: Networks on another interface than the "
+                    "recipe gives them: eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2), "
+                    "eth2->gpu-nic-0 (the recipe places gpu-nic-0 on eth1) "
+                    "(recipe nicguard-system/nicguard-recipe@7)",
+                ),
+                (
+                    "NetworkNotFound",
+                    f"{_rjob(2)}[{INTERFACES}][2].network",
+                    "JobSet team-a/llama: eval job: ",
+                ),
+            ],
+            id="jobset-several-jobs",
+        ),
+        pytest.param(
+            job_set(node_job(wired(MISPLACED), name="node")),
+            None,
+            [("NetworkMisplaced", f"{_rjob(0)}[{INTERFACES}]", "JobSet team-a/llama: node job: ")],
+            id="jobset-one-job-named",
+        ),
+        pytest.param(
+            batch_job(wired(MISSING), owners=[JOB_SET_OF]),
+            None,
+            [
+                (
+                    "NetworkNotFound",
+                    f"{JOB_INTERFACES}[2].network",
+                    "Job team-a/llama-node-0 (of JobSet team-a/llama): ",
+                )
+            ],
+            id="job-missing-network",
+        ),
+        pytest.param(
+            pod(wired(MISPLACED), owners=[JOB_OF]),
+            None,
+            [("NetworkMisplaced", POD_INTERFACES, f"{POD_LEAD}Networks on another interface")],
+            id="pod-misplaced",
+        ),
+        pytest.param(
+            pod(wired(default="eth1"), owners=[JOB_OF]),
+            None,
+            [
+                (
+                    "DefaultInterfaceInvalid",
+                    f"metadata.annotations[{DEFAULT_INTERFACE}]",
+                    POD_LEAD,
+                )
+            ],
+            id="pod-structure",
+        ),
+        pytest.param(
+            pod({INTERFACES: "[]", DEFAULT_INTERFACE: "eth0"}, owners=[JOB_OF]),
+            None,
+            [("InterfacesAnnotationMalformed", POD_INTERFACES, POD_LEAD)],
+            id="pod-malformed",
+        ),
+        pytest.param(
+            pod(wired(), owners=[JOB_OF]),
+            replace(snapshot(), network_state=Networks({}, served=False)),
+            [("NetworkAPINotServed", POD_INTERFACES, POD_LEAD)],
+            id="network-api-not-served",
+        ),
+        pytest.param(
+            pod(wired(), owners=[JOB_OF]),
+            snapshot(param_set("gpu-nic-3", ready=False)),
+            [("NetworkNotReady", f"{POD_INTERFACES}[1].network", POD_LEAD)],
+            id="param-set-not-ready",
+        ),
+        pytest.param(
+            pod(wired(), owners=[JOB_OF]),
+            replace(snapshot(), network_state=Unverifiable("networks cache not synced")),
+            [("ClusterStateUnavailable", POD_INTERFACES, POD_LEAD)],
+            id="unsynced-cache",
+        ),
+        pytest.param(
+            pod(wired(MISPLACED[:1]), owners=[JOB_OF]),
+            replace(snapshot(), recipe_state=Unverifiable("recipe cache not synced")),
+            [("ClusterStateUnavailable", POD_INTERFACES, POD_LEAD)],
+            id="unsynced-recipe",
+        ),
+        pytest.param(pod(wired()), None, [], id="pod-allowed"),
+        pytest.param(pod(None), None, [], id="pod-unannotated"),
+        pytest.param(job_set(node_job(wired(PAIRS[:2]))), None, [], id="jobset-subset-placed"),
+    ],
+)
+def test_workloads_are_judged_by_the_rules_that_need_no_binding(
+    obj: JsonMap, view: ClusterSnapshot | None, expected: list[tuple[str, str, str]]
+) -> None:
+    found = _found(_judge(obj, view))
+    assert [(code, field) for code, field, _ in found] == [(c, f) for c, f, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
+def test_a_network_shared_by_param_set_problems_names_the_param_set() -> None:
+    view = snapshot(param_set("gpu-nic-3", ready=False))
+    (violation,) = _judge(pod(wired()), view).violations
+    assert "gpu-nic-3" in violation.message
+
+
+def test_an_unverifiable_state_may_be_allowed_with_a_warning() -> None:
+    view = replace(snapshot(), network_state=Unverifiable("networks cache not synced"))
+    verdict = _judge(pod(wired()), view, Policy(on_unverifiable=OnUnverifiable.ALLOW))
+    assert verdict.allowed
+    assert verdict.warnings[0].startswith("[ClusterStateUnavailable] Pod team-a/"), verdict
+
+
+def test_a_refused_pod_names_what_to_fix_on_its_own() -> None:
+    """A controller's FailedCreate Event shows only this message: it names the Pod, its owner,
+    the pairs and the recipe."""
+    (violation,) = _judge(pod(wired(MISPLACED), owners=[JOB_OF])).violations
+    assert violation.render() == (
+        "[NetworkMisplaced] Pod team-a/llama-node-0-0-x2k (of Job team-a/llama-node-0): "
+        "Networks on another interface than the recipe gives them: eth1->gpu-nic-1 (the recipe "
+        "places gpu-nic-1 on eth2), eth2->gpu-nic-0 (the recipe places gpu-nic-0 on eth1) "
+        "(recipe nicguard-system/nicguard-recipe@7)"
+    )
+
+
+def _update(old: JsonMap, new: JsonMap) -> Verdict:
+    return evaluate(review(new, operation=Operation.UPDATE, old=old), snapshot(), Policy())
+
+
+def _relabelled(obj: JsonMap) -> dict[str, object]:
+    metadata = obj["metadata"]
+    assert isinstance(metadata, Mapping)
+    return {**obj, "metadata": {**metadata, "labels": {"kueue.x-k8s.io/queue-name": "a"}}}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "denied", "grandfathered"),
+    [
+        pytest.param(
+            job_set(node_job(wired(MISSING))),
+            _relabelled(job_set(node_job(wired(MISSING)))),
+            (),
+            ("NetworkNotFound",),
+            id="jobset-wiring-untouched",
+        ),
+        pytest.param(
+            job_set(node_job(wired()), suspend=True),
+            job_set(node_job(wired(MISPLACED)), suspend=True),
+            ("NetworkMisplaced",),
+            (),
+            id="suspended-jobset-annotation-swapped",
+        ),
+        pytest.param(
+            job_set(node_job(None)),
+            job_set(node_job(wired(MISSING))),
+            ("NetworkNotFound",),
+            (),
+            id="jobset-annotation-added",
+        ),
+        pytest.param(
+            batch_job(wired(MISSING)),
+            _relabelled(batch_job(wired(MISSING))),
+            (),
+            ("NetworkNotFound",),
+            id="job-wiring-untouched",
+        ),
+        pytest.param(
+            batch_job(wired(MISSING)),
+            batch_job(wired(MISPLACED)),
+            ("NetworkMisplaced",),
+            (),
+            id="job-wiring-changed",
+        ),
+        pytest.param(pod(wired()), pod(wired(MISSING)), (), (), id="pod-update-not-judged"),
+    ],
+)
+def test_an_update_is_grandfathered_while_the_wiring_is_untouched(
+    old: JsonMap, new: JsonMap, denied: tuple[str, ...], grandfathered: tuple[str, ...]
+) -> None:
+    verdict = _update(old, new)
+    assert tuple(v.code.value for v in verdict.violations) == denied
+    assert tuple(v.code.value for v in verdict.grandfathered) == grandfathered
+
+
+@pytest.mark.parametrize(
+    ("policy", "decision", "denied", "waived", "warned"),
+    [
+        pytest.param(Policy(), Decision.DENIED, ("NetworkMisplaced",), (), (), id="deny"),
+        pytest.param(
+            Policy(workloads=Workloads.WARN),
+            Decision.ALLOWED,
+            (),
+            ("NetworkMisplaced",),
+            (),
+            id="workloads-warn",
+        ),
+        pytest.param(
+            Policy(workloads=Workloads.OFF), Decision.ALLOWED, (), (), (), id="workloads-off"
+        ),
+        pytest.param(
+            Policy(placement=Placement.WARN),
+            Decision.ALLOWED,
+            (),
+            ("NetworkMisplaced",),
+            (),
+            id="placement-warn",
+        ),
+        pytest.param(
+            Policy(enforcement=Enforcement.WARN),
+            Decision.WARNED,
+            (),
+            (),
+            ("NetworkMisplaced",),
+            id="enforcement-warn",
+        ),
+        pytest.param(
+            Policy(workloads=Workloads.WARN, enforcement=Enforcement.WARN),
+            Decision.ALLOWED,
+            (),
+            ("NetworkMisplaced",),
+            (),
+            id="workloads-and-enforcement-warn",
+        ),
+        pytest.param(
+            Policy(placement=Placement.OFF, workloads=Workloads.WARN),
+            Decision.ALLOWED,
+            (),
+            (),
+            (),
+            id="placement-off",
+        ),
+    ],
+)
+def test_the_most_lenient_setting_wins(
+    policy: Policy,
+    decision: Decision,
+    denied: tuple[str, ...],
+    waived: tuple[str, ...],
+    warned: tuple[str, ...],
+) -> None:
+    verdict = _judge(pod(wired(MISPLACED), owners=[JOB_OF]), policy=policy)
+    assert verdict.decision is decision
+    assert tuple(v.code.value for v in verdict.violations) == denied
+    assert tuple(v.code.value for v in verdict.waived) == waived
+    assert tuple(v.code.value for v in verdict.warned) == warned
+    if waived or warned:
+        assert verdict.warnings[0].startswith(f"[NetworkMisplaced] {POD_LEAD}"), verdict
+    else:
+        assert not verdict.warnings
+
+
+def test_workloads_warn_keeps_the_other_warnings_after_the_denials() -> None:
+    job = job_set(node_job(wired(MISSING), name="a"), node_job(wired(MISPLACED), name="b"))
+    verdict = _judge(job, policy=Policy(workloads=Workloads.WARN, placement=Placement.WARN))
+    assert verdict.allowed
+    assert [w.partition("]")[0] for w in verdict.warnings] == [
+        "[NetworkNotFound",
+        "[NetworkMisplaced",
+    ]
+
+
+def test_workloads_off_judges_nothing_and_fingerprints_nothing() -> None:
+    evaluation = judge_workload(
+        Workload.POD,
+        pod({INTERFACES: "not json"}),
+        "team-a",
+        snapshot(),
+        Policy(workloads=Workloads.OFF),
+    )
+    assert evaluation.verdict == Verdict()
+    assert evaluation.fingerprint == ()
+
+
+def test_evaluate_object_dispatches_workloads() -> None:
+    obj = batch_job(wired(MISSING))
+    direct = judge_workload(Workload.JOB, obj, "team-a", snapshot(), Policy())
+    assert evaluate_object(Workload.JOB, obj, "team-a", snapshot(), Policy()) == direct
+    assert [v.code.value for v in direct.verdict.violations] == ["NetworkNotFound"]
+
+
+def test_a_network_the_cluster_has_is_not_reported() -> None:
+    view = snapshot(networks=("gpu-nic-0", "gpu-nic-9"))
+    assert _judge(batch_job(wired(MISSING)), view).allowed
+    assert not _judge(batch_job(wired(MISSING)), snapshot(network("other"))).allowed
