@@ -10,9 +10,10 @@ makes ``launcher`` a second wired template). Rows marked ``# FAILED at HEAD`` fa
 issue #11's fixes. Rows that need §5's runtime attribution (issue #19) are added with that issue;
 their fixtures are already here.
 
-Pods (Google's samples, GKE/AICR docs) are not judged by nicguard; their wiring is "transplanted":
-the two ``networking.gke.io`` annotations are copied unchanged into the node pod template of a
-minimal ClusterTrainingRuntime built here (tmp_path), so the upstream layout meets the rules.
+Pods (Google's samples, GKE/AICR docs) are judged at the Pod door, and their wiring is also
+"transplanted": the two ``networking.gke.io`` annotations are copied unchanged into the node pod
+template of a minimal ClusterTrainingRuntime built here (tmp_path), so the upstream layout meets
+the rules that bind runtimes too.
 """
 
 from __future__ import annotations
@@ -528,16 +529,6 @@ ROWS: list[Row] = [
     ),
 ]
 
-POD_FILES = [
-    "gke-samples/gpudirect-tcpx/nccl-test-latest.yaml",
-    "gke-samples/gpudirect-tcpxo/nccl-test-latest.yaml",
-    "gke-samples/gpudirect-rdma/nccl-test.yaml",
-    "gke-samples/gpudirect-rdma/nccl-test-autopilot.yaml",
-    "gke-samples/gpudirect-rdma/nccl-test-imex-a4x.yaml",
-    "gke-docs/ai-hypercomputer-nccl-collect-and-understand-pod.yaml",
-    "aicr/docs/gke-tcpxo-networking-pod.yaml",
-]
-
 
 def _source(entry: str) -> Path:
     return ROOT / entry if entry.startswith("examples/") else UPSTREAM / entry
@@ -646,10 +637,38 @@ def test_upstream_object_verdict(row: Row, tmp_path: Path) -> None:
         assert text in said, said
 
 
-@pytest.mark.parametrize("pod_file", POD_FILES)
-def test_pods_are_not_judged(pod_file: str, tmp_path: Path) -> None:
-    """nicguard judges Trainer objects only; Services and Pods in the samples are skipped."""
-    assert check_files(_state(tmp_path, A3MEGA), [UPSTREAM / pod_file], _settings(())) == []
+# Each upstream Pod at the Pod door (docs/rules.md, the workload doors), against the cluster its
+# Networks are named for; the vpc1..vpcN of Google's TCPX/TCPXO samples and AICR's gpu-nicN (no
+# dash) exist on no state here.
+POD_VERDICTS = [
+    ("gke-samples/gpudirect-tcpx/nccl-test-latest.yaml", A3MEGA, False),
+    ("gke-samples/gpudirect-tcpxo/nccl-test-latest.yaml", A3MEGA, False),
+    ("gke-samples/gpudirect-rdma/nccl-test.yaml", A3ULTRA, True),
+    ("gke-samples/gpudirect-rdma/nccl-test-autopilot.yaml", A3ULTRA, True),
+    ("gke-samples/gpudirect-rdma/nccl-test-imex-a4x.yaml", GB200, True),
+    ("gke-docs/ai-hypercomputer-nccl-collect-and-understand-pod.yaml", A3ULTRA, True),
+    ("aicr/docs/gke-tcpxo-networking-pod.yaml", A3MEGA, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod_file", "state", "allowed"), POD_VERDICTS, ids=[row[0] for row in POD_VERDICTS]
+)
+def test_upstream_pods_are_judged_at_the_pod_door(
+    pod_file: str, state: tuple[str, ...], allowed: bool, tmp_path: Path
+) -> None:
+    """Each wired Pod of the sample (Services and ComputeDomains are not judged), named in its
+    messages; a Network the state lacks is NetworkNotFound."""
+    results = check_files(_state(tmp_path, state), [UPSTREAM / pod_file], _settings(()))
+    assert results
+    assert {r.kind for r in results} == {"Pod"}
+    for result in results:
+        shown = [f"[{v.code.value}] {v.message}" for v in result.verdict.violations]
+        assert result.verdict.allowed is allowed, shown
+        assert all(v.code.value == "NetworkNotFound" for v in result.verdict.violations), shown
+        assert all(
+            v.message.startswith(f"Pod default/{result.name}: ") for v in result.verdict.violations
+        )
 
 
 CORPUS = sorted(p for p in UPSTREAM.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))

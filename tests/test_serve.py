@@ -158,6 +158,29 @@ def test_serve_with_enforcement_warn_allows_what_it_would_deny_over_tls(
     assert 'nicguard_audit_runtimes{result="fail"} 0.0' in metrics
 
 
+def test_serve_in_file_mode_judges_a_wired_pod_and_a_queued_jobset_over_tls(
+    tmp_path: Path, restored_process_state: None
+) -> None:
+    def visit(url: str, probes: str, context: ssl.SSLContext) -> dict[str, Any]:
+        return {
+            "pod": _post_review(url, context, "misplaced-pod"),
+            "jobset": _post_review(url, context, "queued-jobset-patch"),
+        }
+
+    seen = _serve_while(tmp_path, visit)
+    pod, jobset = seen["pod"], seen["jobset"]
+    assert pod["allowed"] is False
+    assert pod["status"]["message"].startswith(
+        "Pod/team-a/llama-node-0-1-x2k9p: [NetworkMisplaced] Pod team-a/llama-node-0-1-x2k9p "
+        "(of Job team-a/llama-node-0): Networks on another interface than the recipe gives them"
+    )
+    assert jobset["allowed"] is False
+    assert jobset["status"]["details"]["causes"][0]["field"] == (
+        "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
+        "[networking.gke.io/interfaces]"
+    )
+
+
 def _audited(scraped: tuple[int, str]) -> tuple[int, str] | None:
     """The scrape once the audit has judged the example state's runtimes, else None."""
     return scraped if 'nicguard_audit_runtimes{result="pass"} 2.0' in scraped[1] else None

@@ -1,4 +1,5 @@
-"""``nicguard check``: judge the Trainer objects in files as CREATEs against a file-mode state."""
+"""``nicguard check``: judge the Trainer objects, runtime snapshots and workloads (JobSets, Jobs,
+Pods) in files as CREATEs against a file-mode state."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from app.domain.cluster import (
 )
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap, map_at, str_at
-from app.domain.kinds import Copy, Kind, trainer_kind
+from app.domain.kinds import Copy, Kind, Workload, trainer_kind, workload_kind
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
+from app.domain.workloads import workload_templates
 from app.files.state import SourcedObject, load_objects, state_snapshot
 from app.kubeyaml import load_snapshot_yaml
 
@@ -59,7 +61,8 @@ def check_files(
     namespace: str = DEFAULT_NAMESPACE,
     note: Callable[[str], None] = lambda _: None,
 ) -> list[CheckResult]:
-    """Evaluate every CTR/TR/TrainJob and runtime snapshot ConfigMap in ``files``; raises
+    """Evaluate every CTR/TR/TrainJob, JobSet/Job/Pod and runtime snapshot ConfigMap in
+    ``files``; raises
     StateFileError on unusable input. Namespaced objects without ``metadata.namespace`` are in
     ``namespace``, as ``kubectl apply -n`` puts them.
 
@@ -67,12 +70,15 @@ def check_files(
     unsaid (a list of a kind nicguard does not know, say).
     """
     snapshot = state_snapshot(state, settings.recipe_configmap, note)
-    subjects = []
+    subjects: list[tuple[SourcedObject, Kind | Workload]] = []
     copies: list[tuple[SourcedObject, str]] = []
     for sourced in load_objects(list(files)):
-        kind = trainer_kind(sourced.obj)
+        kind = trainer_kind(sourced.obj) or workload_kind(sourced.obj)
         owner = _snapshot_owner(sourced.obj)
-        if kind is not None:
+        if isinstance(kind, Workload) and not workload_templates(kind, sourced.obj):
+            # What the shipped matchConditions never send: every other Pod of `kubectl get pods`.
+            note(f"{sourced.where}: {_described(sourced.obj)} is not wired; not checked")
+        elif kind is not None:
             subjects.append((sourced, kind))
         elif owner is not None:
             copies.append((sourced, owner))
@@ -85,7 +91,10 @@ def check_files(
     ]
 
 
-_JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
+_JUDGED = (
+    "ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job, Pod or runtime snapshot "
+    "ConfigMap"
+)
 
 
 def _snapshot_owner(obj: JsonMap) -> str | None:
@@ -122,13 +131,14 @@ def _described(obj: JsonMap) -> str:
     return " ".join(shown(part) for part in parts if part)
 
 
-def _namespace(obj: JsonMap, kind: Kind, default: str) -> str:
+def _namespace(obj: JsonMap, kind: Kind | Workload, default: str) -> str:
     # kubectl apply puts namespaced objects without a namespace into -n's (else "default").
-    return (str_at(obj, "metadata", "namespace") or default) if kind.namespaced else ""
+    namespaced = isinstance(kind, Workload) or kind.namespaced
+    return (str_at(obj, "metadata", "namespace") or default) if namespaced else ""
 
 
 def _runtime_entries(
-    subjects: list[tuple[SourcedObject, Kind]], default: str
+    subjects: list[tuple[SourcedObject, Kind | Workload]], default: str
 ) -> list[tuple[RuntimeKey, JsonMap]]:
     return [
         (
@@ -138,12 +148,12 @@ def _runtime_entries(
             o.obj,
         )
         for o, kind in subjects
-        if kind.is_runtime
+        if isinstance(kind, Kind) and kind.is_runtime
     ]
 
 
 def _evaluate(
-    obj: JsonMap, kind: Kind, view: ClusterSnapshot, settings: Settings, default: str
+    obj: JsonMap, kind: Kind | Workload, view: ClusterSnapshot, settings: Settings, default: str
 ) -> CheckResult:
     namespace = _namespace(obj, kind, default)
     review = Review(operation=Operation.CREATE, kind=kind, namespace=namespace, obj=obj)

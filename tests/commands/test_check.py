@@ -15,7 +15,10 @@ from tests.builders import INTERFACES, annotation, runtime_patch, trainjob
 from tests.support.paths import UPSTREAM
 from tests.test_cli import ROOT, STATE, nicguard
 
-JUDGED = "ClusterTrainingRuntime, TrainingRuntime, TrainJob or runtime snapshot ConfigMap"
+JUDGED = (
+    "ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job, Pod or runtime snapshot "
+    "ConfigMap"
+)
 
 
 def test_json_output_has_the_spec_shape() -> None:
@@ -100,6 +103,12 @@ def test_json_output_has_the_spec_shape() -> None:
             {"NetworkNotFound"},
             id="annotated evaluator",
         ),
+        pytest.param(
+            STATE, ["examples/objects/wired-pods.yaml"], {"NetworkMisplaced"}, id="wired pods"
+        ),
+        pytest.param(
+            STATE, ["examples/objects/queued-jobset.yaml"], {"NetworkNotFound"}, id="jobset"
+        ),
     ],
 )
 def test_every_example_produces_its_codes(state: str, files: list[str], codes: set[str]) -> None:
@@ -159,6 +168,83 @@ def test_a_trainjob_patch_to_an_annotated_job_is_judged(tmp_path: Path) -> None:
     runtime = "examples/objects/annotated-evaluator-runtime.yaml"
     run = nicguard("check", "--state", STATE, runtime, str(tmp_path / "trainjob.yaml"))
     assert "ALLOWED TrainJob team-a/job" in run.stdout, run.stdout + run.stderr
+
+
+WIRED_PODS = "examples/objects/wired-pods.yaml"
+MISPLACED_POD = (
+    "  [NetworkMisplaced] Pod team-a/llama-node-0-1-x2k9p (of Job team-a/llama-node-0): Networks "
+    "on another interface than the recipe gives them: eth1->gpu-nic-1 (the recipe places "
+    "gpu-nic-1 on eth2), eth2->gpu-nic-0 (the recipe places gpu-nic-0 on eth1) (recipe "
+    "nicguard-system/nicguard-recipe@48213)"
+)
+
+
+def test_the_wired_pods_of_kubectl_get_pods_are_judged_naming_their_job(tmp_path: Path) -> None:
+    listed = yaml.safe_load((ROOT / WIRED_PODS).read_text())
+    unwired = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "coredns", "namespace": "s"}}
+    listed["items"].append(unwired)
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump(listed))
+    run = nicguard("check", "--state", STATE, str(pods))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines() == [
+        "ALLOWED Pod team-a/llama-node-0-0-7fq4d",
+        "",
+        "DENIED  Pod team-a/llama-node-0-1-x2k9p",
+        MISPLACED_POD,
+        "      at metadata.annotations[networking.gke.io/interfaces]",
+        "",
+        "2 checked, 1 allowed, 1 denied",
+    ]
+    assert run.stderr.splitlines() == [
+        f"nicguard: {pods}: document 1, items[2]: v1 Pod coredns is not wired; not checked"
+    ]
+
+
+def test_a_raw_pod_list_as_json_is_judged_item_by_item(tmp_path: Path) -> None:
+    """``kubectl get --raw /api/v1/pods``: a typed PodList whose items carry no kind."""
+    (listed,) = [o for o in yaml.safe_load_all((ROOT / WIRED_PODS).read_text()) if o]
+    items = [
+        {k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in listed["items"]
+    ]
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "PodList", "items": items}))
+    run = nicguard("check", "--state", STATE, "--output", "json", str(pods))
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = json.loads(run.stdout)["results"]
+    assert [(r["kind"], r["name"], r["allowed"]) for r in results] == [
+        ("Pod", "llama-node-0-0-7fq4d", True),
+        ("Pod", "llama-node-0-1-x2k9p", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "status", "expected"),
+    [
+        pytest.param("deny", 1, "DENIED  Pod team-a/llama-node-0-1-x2k9p", id="deny"),
+        pytest.param("warn", 0, f"  warning: {MISPLACED_POD.strip()}", id="warn"),
+        pytest.param("off", 0, "ALLOWED Pod team-a/llama-node-0-1-x2k9p", id="off"),
+    ],
+)
+def test_the_setting_workloads_applies_to_check(setting: str, status: int, expected: str) -> None:
+    run = nicguard("check", "--state", STATE, "--workloads", setting, WIRED_PODS)
+    assert run.returncode == status, run.stdout + run.stderr
+    assert expected in run.stdout.splitlines()
+    if setting == "off":
+        assert "NetworkMisplaced" not in run.stdout
+
+
+def test_a_queued_jobset_names_the_job_whose_network_is_missing() -> None:
+    run = nicguard("check", "--state", STATE, "examples/objects/queued-jobset.yaml")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[:3] == [
+        "DENIED  JobSet team-a/llama",
+        "  [NetworkNotFound] JobSet team-a/llama: evaluator job: no Network object exists for "
+        "eth1->gpu-nic-9 (cluster has: gpu-nic-0, gpu-nic-1, gpu-nic-2, gpu-nic-3, gpu-nic-4, "
+        "gpu-nic-5, gpu-nic-6, gpu-nic-7, gpu-nic-spare)",
+        "      at spec.replicatedJobs[2].template.spec.template.metadata"
+        ".annotations[networking.gke.io/interfaces][1].network",
+    ]
 
 
 def _as_raw_list(source: str, kind: str) -> dict[str, object]:

@@ -96,6 +96,11 @@ def test_odd_but_usable_fields_read_as_empty_or_fall_back(
             "", "ConfigMap", "team", "nicguard-recipe", None, id="recipe's name elsewhere"
         ),
         pytest.param("", "Network", "", "gpu-nic-0", None, id="a Network of the core group"),
+        pytest.param("jobset.x-k8s.io", "JobSet", "t", "js", "JobSet", id="JobSet"),
+        pytest.param("batch", "Job", "t", "job", "Job", id="Job"),
+        pytest.param("", "Pod", "t", "pod", "Pod", id="Pod"),
+        pytest.param("batch", "CronJob", "t", "cron", None, id="CronJob"),
+        pytest.param("example.com", "Pod", "t", "pod", None, id="a Pod of another group"),
     ],
 )
 def test_which_objects_are_judged(

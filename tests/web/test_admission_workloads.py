@@ -1,0 +1,78 @@
+"""The workload doors over HTTP (app.web.admission): a wired Pod and a queued JobSet's swapped
+annotation, through the app the webhook serves. Over TLS: tests/test_serve.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from app.domain.cluster import ClusterSnapshot
+from app.domain.policy import Policy, Workloads
+from tests.web.conftest import make_client, sample_review
+
+POD_MESSAGE = (
+    "Pod/team-a/llama-node-0-1-x2k9p: [NetworkMisplaced] Pod team-a/llama-node-0-1-x2k9p (of Job "
+    "team-a/llama-node-0): Networks on another interface than the recipe gives them: "
+    "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2), eth2->gpu-nic-0 (the recipe places "
+    "gpu-nic-0 on eth1) (recipe nicguard-system/nicguard-recipe@48213)"
+)
+
+
+def _response(client: TestClient, review: dict[str, Any]) -> dict[str, Any]:
+    reply = client.post("/validate", json=review)
+    assert reply.status_code == 200, reply.text
+    answer: dict[str, Any] = reply.json()["response"]
+    return answer
+
+
+def test_a_misplaced_pod_is_refused_naming_itself_and_its_job(client: TestClient) -> None:
+    response = _response(client, sample_review("misplaced-pod"))
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    assert response["status"]["message"] == POD_MESSAGE
+    (cause,) = response["status"]["details"]["causes"]
+    assert cause["field"] == "metadata.annotations[networking.gke.io/interfaces]"
+    assert response["auditAnnotations"]["violations"] == "NetworkMisplaced"
+
+
+def test_a_pod_update_is_not_judged(client: TestClient) -> None:
+    review = sample_review("misplaced-pod")
+    review["request"]["operation"] = "UPDATE"
+    review["request"]["oldObject"] = review["request"]["object"]
+    response = _response(client, review)
+    assert response["allowed"] is True
+    assert "warnings" not in response
+
+
+def test_a_queued_jobsets_swapped_annotation_is_refused(client: TestClient) -> None:
+    response = _response(client, sample_review("queued-jobset-patch"))
+    assert response["allowed"] is False
+    (line,) = response["status"]["message"].splitlines()
+    assert line.startswith(
+        "JobSet/team-a/llama: [NetworkMisplaced] JobSet team-a/llama: node job: Networks on "
+        "another interface than the recipe gives them: eth1->gpu-nic-1 "
+    )
+    (cause,) = response["status"]["details"]["causes"]
+    assert cause["field"] == (
+        "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
+        "[networking.gke.io/interfaces]"
+    )
+
+
+def test_a_jobset_update_keeping_the_wiring_is_allowed(client: TestClient) -> None:
+    review = sample_review("queued-jobset-patch")
+    review["request"]["object"] = review["request"]["oldObject"]
+    assert _response(client, review)["allowed"] is True
+
+
+def test_workloads_warn_allows_a_misplaced_pod_with_its_message_as_a_warning(
+    example_state: ClusterSnapshot,
+) -> None:
+    client, _ = make_client(example_state, Policy(workloads=Workloads.WARN))
+    response = _response(client, sample_review("misplaced-pod"))
+    assert response["allowed"] is True
+    assert response["warnings"][0].startswith(
+        "[NetworkMisplaced] Pod team-a/llama-node-0-1-x2k9p (of Job team-a/llama-node-0): "
+    )
+    assert response["auditAnnotations"]["decision"] == "allowed"
