@@ -31,6 +31,9 @@ CHART_VALUES: Final = {
 }  # fmt: skip
 TRAINER_WEBHOOK: Final = "validate.nicguard.dev"
 RECIPE_WEBHOOK: Final = "recipe.nicguard.dev"
+# The workload doors exempt no identity: the controller manager creates every Job's pods where
+# controllers share its credentials (docs/rules.md, the workload doors).
+WORKLOAD_DOORS: Final = frozenset({"workloads.nicguard.dev", "pods.nicguard.dev"})
 
 
 def installs() -> list[Any]:
@@ -93,6 +96,47 @@ def test_no_namespace_is_exempt_from_the_trainer_webhook(render: Any, namespace:
 
 
 @pytest.mark.parametrize(("render", "namespace"), installs())
+def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
+    render: Any, namespace: str
+) -> None:
+    """JobSets and Jobs on CREATE and UPDATE, Pods on CREATE only, each only when a pod template
+    carries the interfaces annotation (docs/rules.md, the workload doors)."""
+    doors = {h["name"]: h for h in webhooks(render()) if h["name"] in WORKLOAD_DOORS}
+    assert set(doors) == WORKLOAD_DOORS
+    for hook in doors.values():
+        assert hook["failurePolicy"] == "Fail", hook["name"]
+        assert "objectSelector" not in hook, hook["name"]
+    rules = {
+        name: sorted(
+            (group, resource, tuple(rule["operations"]), tuple(rule["apiVersions"]))
+            for rule in hook["rules"]
+            for group in rule["apiGroups"]
+            for resource in rule["resources"]
+        )
+        for name, hook in doors.items()
+    }
+    assert rules == {
+        "workloads.nicguard.dev": [
+            ("batch", "jobs", ("CREATE", "UPDATE"), ("v1",)),
+            ("jobset.x-k8s.io", "jobsets", ("CREATE", "UPDATE"), ("v1alpha2",)),
+        ],
+        "pods.nicguard.dev": [("", "pods", ("CREATE",), ("v1",))],
+    }
+    wired = {
+        name: [c["name"] for c in hook["matchConditions"] if c["name"].startswith("wired-")]
+        for name, hook in doors.items()
+    }
+    assert wired == {
+        "workloads.nicguard.dev": ["wired-jobset", "wired-job"],
+        "pods.nicguard.dev": ["wired-pod"],
+    }
+    for hook in doors.values():
+        for condition in hook["matchConditions"]:
+            if condition["name"].startswith("wired-"):
+                assert "'networking.gke.io/interfaces' in " in condition["expression"]
+
+
+@pytest.mark.parametrize(("render", "namespace"), installs())
 def test_only_the_recipe_webhook_has_a_namespace_selector_and_it_scopes(
     render: Any, namespace: str
 ) -> None:
@@ -120,7 +164,8 @@ def test_every_webhook_exempts_only_the_namespace_controller_and_the_garbage_col
     render: Any, namespace: str
 ) -> None:
     """By user name, the same names nicguard itself never holds (EXEMPT_USERS); no group (not
-    every ServiceAccount of kube-system, not the kubelets) and no namespace."""
+    every ServiceAccount of kube-system, not the kubelets) and no namespace; the workload doors
+    none at all."""
     assert {
         "system:serviceaccount:kube-system:namespace-controller",
         "system:serviceaccount:kube-system:generic-garbage-collector",
@@ -128,9 +173,12 @@ def test_every_webhook_exempts_only_the_namespace_controller_and_the_garbage_col
     } == EXEMPT_USERS
     for hook in webhooks(render()):
         conditions = {c["name"]: c["expression"] for c in hook["matchConditions"]}
-        assert exempt_users(conditions["not-system-component"]) == EXEMPT_USERS, hook["name"]
         on_identity = {n for n, e in conditions.items() if "userInfo" in e}
-        assert on_identity == {"not-system-component", "not-break-glass"}, hook["name"]
+        if hook["name"] in WORKLOAD_DOORS:
+            assert on_identity == {"not-break-glass"}, hook["name"]
+        else:
+            assert exempt_users(conditions["not-system-component"]) == EXEMPT_USERS, hook["name"]
+            assert on_identity == {"not-system-component", "not-break-glass"}, hook["name"]
         # Break-glass needs the label on the object and the group: the group alone is not enough.
         glass = " ".join(conditions["not-break-glass"].split())
         assert "'nicguard.dev/break-glass'" in glass

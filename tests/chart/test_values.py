@@ -21,6 +21,8 @@ SCHEMA_ERROR = "values don't meet the specifications of the schema"
         (("--set", "certificates.mode=vault"), "at '/certificates/mode': value must be one of"),
         (("--set", "settings.protect=never"), "at '/settings/protect': value must be one of"),
         (("--set", "settings.placement=order"), "at '/settings/placement': value must be one of"),
+        (("--set", "settings.workloads=audit"), "at '/settings/workloads': value must be one of"),
+        (("--set", "workloadDoors.enabled=no"), "at '/workloadDoors/enabled': got string"),
         (
             ("--set", "settings.enforcement=audit"),
             "at '/settings/enforcement': value must be one of",
@@ -60,6 +62,7 @@ SETTINGS = [
     (("settings.enforcement", "warn"), {"NICGUARD_ENFORCEMENT": "warn"}),
     (("settings.protect", "warn"), {"NICGUARD_PROTECT": "warn"}),
     (("settings.placement", "off"), {"NICGUARD_PLACEMENT": "off"}),
+    (("settings.workloads", "warn"), {"NICGUARD_WORKLOADS": "warn"}),
     (("settings.reports", "off"), {"NICGUARD_REPORTS": "off"}),
     (("settings.logLevel", "debug"), {"NICGUARD_LOG_LEVEL": "debug"}),
     (("settings.port", 9443), {"NICGUARD_PORT": "9443"}),
@@ -187,6 +190,23 @@ def test_optional_objects_can_be_left_out() -> None:
     ]:
         assert gone not in kinds, gone
     assert ("ClusterRole", "nicguard-break-glass-editor") in kinds
+
+
+WORKLOAD_DOORS = ["workloads.nicguard.dev", "pods.nicguard.dev"]
+
+
+@pytest.mark.parametrize(("enabled", "doors"), [("true", WORKLOAD_DOORS), ("false", [])])
+def test_the_workload_doors_can_be_left_out(enabled: str, doors: list[str]) -> None:
+    """The emergency switch of docs/operations.md: the two entries go, the others stay."""
+    docs = template("--set", f"workloadDoors.enabled={enabled}")
+    names = [hook["name"] for hook in one(docs, "ValidatingWebhookConfiguration")["webhooks"]]
+    assert names == [
+        "validate.nicguard.dev",
+        "protect.nicguard.dev",
+        "recipe.nicguard.dev",
+        "snapshot.nicguard.dev",
+        *doors,
+    ]
 
 
 def test_moving_the_recipe_moves_its_role_webhook_and_example() -> None:
