@@ -26,7 +26,8 @@ from tests.builders import (
     wired,
     with_metadata,
 )
-from tests.support.apiserver import FakeApiServer, Reply, listed, routes, serving, status
+from tests.support.apiserver import Reply, listed, status
+from tests.support.audit_runs import audit, live
 from tests.support.cluster import CLUSTER
 
 JOB_SETS: Final = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
@@ -46,6 +47,9 @@ LOST_POD: Final = pod(
 )
 PLAIN_POD: Final = pod(None, name="web-0")
 OTHER_TEAM_POD: Final = with_metadata(pod(wired(LOST), name="b-0"), namespace="team-b")
+# Notes (what a state leaves unchecked) are not what these tests read.
+QUIET: Final = ("--log-level", "warning")
+LIVE_ARGS: Final = (*QUIET, "--include-workloads")
 STATE: Final = [
     *(network(name) for name in GPU_NICS),
     configmap(plain_recipe()),
@@ -71,12 +75,6 @@ def state(tmp_path: Path) -> Path:
     return directory
 
 
-def audit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["audit", "--log-level", "warning", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def headings(out: str) -> list[str]:
     return [block.splitlines()[0] for block in out.rstrip("\n").split("\n\n")[:-1]]
 
@@ -84,7 +82,7 @@ def headings(out: str) -> list[str]:
 def test_a_file_state_judges_each_wired_workload_naming_its_controller(
     state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = audit(capsys, "--state", str(state), "--include-workloads")
+    code, out, err = audit(capsys, *QUIET, "--state", str(state), "--include-workloads")
     assert (code, err) == (1, "")
     assert headings(out) == [
         "PASS JobSet team-a/llama",
@@ -106,7 +104,7 @@ def test_a_file_state_judges_each_wired_workload_naming_its_controller(
 def test_without_the_flag_no_workload_is_judged(
     state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = audit(capsys, "--state", str(state))
+    code, out, _ = audit(capsys, *QUIET, "--state", str(state))
     assert (code, out) == (0, "no ClusterTrainingRuntime or TrainingRuntime found\n")
 
 
@@ -114,7 +112,7 @@ def test_one_namespace_and_json_give_the_spec_shape(
     state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("--state", str(state), "--include-workloads", "--namespace", "team-b")
-    code, out, _ = audit(capsys, *args, "--output", "json")
+    code, out, _ = audit(capsys, *QUIET, *args, "--output", "json")
     assert code == 1
     (result,) = json.loads(out)["results"]
     assert {k: v for k, v in result.items() if k != "violations"} == {
@@ -135,7 +133,7 @@ def test_the_workloads_setting_waives_or_skips_the_findings(
     state: Path, capsys: pytest.CaptureFixture[str], setting: str, code: int, summary: str
 ) -> None:
     args = ("--state", str(state), "--include-workloads", "--workloads", setting)
-    found, out, _ = audit(capsys, *args)
+    found, out, _ = audit(capsys, *QUIET, *args)
     assert found == code
     assert summary in out.rstrip().splitlines()[-1]
 
@@ -158,23 +156,10 @@ LIVE: Final[dict[str, Reply]] = {
 }
 
 
-def live(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    table: dict[str, Reply],
-    *args: str,
-) -> tuple[int, str, str, FakeApiServer]:
-    with serving(routes(table)) as server:
-        monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path)))
-        code, out, err = audit(capsys, "--include-workloads", *args)
-    return code, out, err, server
-
-
 def test_a_live_cluster_is_listed_once_per_workload_in_pages(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    code, out, err, server = live(capsys, monkeypatch, tmp_path, LIVE)
+    code, out, err, server = live(capsys, monkeypatch, tmp_path, LIVE, *LIVE_ARGS)
     assert (code, err) == (1, "")
     assert headings(out)[-3:] == [
         "PASS JobSet team-a/llama",
@@ -185,7 +170,9 @@ def test_a_live_cluster_is_listed_once_per_workload_in_pages(
     listed_paths = [(path, query) for path, query in server.queries if path in (JOBS, PODS)]
     assert [path for path, _ in listed_paths] == [JOBS, PODS]
     assert all(query.get("limit") for _, query in listed_paths)
-    code, out, _, server = live(capsys, monkeypatch, tmp_path, LIVE, "--namespace", "team-a")
+    code, out, _, server = live(
+        capsys, monkeypatch, tmp_path, LIVE, *LIVE_ARGS, "--namespace", "team-a"
+    )
     assert headings(out)[-1] == "FAIL Pod team-a/llama-node-0-0-x2k (of Job team-a/llama-node-0)"
     assert PODS not in server.paths
 
@@ -194,7 +181,7 @@ def test_a_cluster_without_jobsets_lists_the_rest(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     table = {k: v for k, v in LIVE.items() if k != JOB_SETS}  # 404: JobSet's API not served
-    code, out, err, _ = live(capsys, monkeypatch, tmp_path, table)
+    code, out, err, _ = live(capsys, monkeypatch, tmp_path, table, *LIVE_ARGS)
     assert (code, err) == (1, "")
     assert [h.split()[1] for h in headings(out)][-2:] == ["Job", "Pod"]
     assert out.rstrip().endswith("5 audited, 3 pass, 0 warn, 2 fail")
@@ -204,5 +191,5 @@ def test_pods_that_cannot_be_listed_exit_two_naming_them(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     table = {**LIVE, PODS: status(403, "Forbidden", "no")}
-    code, out, err, _ = live(capsys, monkeypatch, tmp_path, table)
+    code, out, err, _ = live(capsys, monkeypatch, tmp_path, table, *LIVE_ARGS)
     assert (code, out, err) == (2, "", "nicguard: cannot list pods: forbidden (RBAC): no\n")
