@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterSnapshot, Networks, RuntimeKey, Unverifiable, runtime_key
 from app.domain.fields import JsonMap
-from app.domain.kinds import Kind
+from app.domain.kinds import Kind, Workload
 from app.domain.network import Network
 from app.domain.policy import NotReady, OnUnverifiable, Policy
 from app.domain.recipe import RECIPE_KEYS, Recipe, RecipeMissing
@@ -33,9 +33,14 @@ from tests.builders import (
     RECIPE_BOUND,
     TCPXO_MANIFEST,
     TCPXO_RUNTIME,
+    batch_job,
     bound,
+    controller,
+    job_set,
     mpi_runtime,
+    node_job,
     override,
+    pod,
     runtime,
     trainjob,
     wired,
@@ -323,6 +328,11 @@ BASE_TRAINJOBS: Final[tuple[dict[str, object], ...]] = (
     trainjob(overrides=[override(_PATCHED, "launcher")]),
     trainjob("custom", overrides=[override(wired(), "launcher")]),
 )
+BASE_WORKLOADS: Final[tuple[dict[str, object], ...]] = (
+    job_set(node_job(wired()), node_job(None, name="driver"), node_job(_PATCHED, name="workers")),
+    batch_job(wired(reversed(PAIRS)), owners=[controller("JobSet", "llama")]),
+    pod(_PATCHED, name=None, generate_name="llama-node-0-0-", owners=[controller("Job", "j")]),
+)
 
 
 def _as_object(value: object) -> dict[str, object]:
@@ -335,8 +345,11 @@ fuzzed_runtimes: st.SearchStrategy[dict[str, object]] = (
 fuzzed_trainjobs: st.SearchStrategy[dict[str, object]] = (
     st.sampled_from(BASE_TRAINJOBS).flatmap(mutated).map(_as_object)
 )
+fuzzed_workloads: st.SearchStrategy[dict[str, object]] = (
+    st.sampled_from(BASE_WORKLOADS).flatmap(mutated).map(_as_object)
+)
 fuzzed_objects: st.SearchStrategy[dict[str, object]] = st.one_of(
-    fuzzed_runtimes, fuzzed_trainjobs, json_objects
+    fuzzed_runtimes, fuzzed_trainjobs, fuzzed_workloads, json_objects
 )
 
 
@@ -423,7 +436,9 @@ policies: st.SearchStrategy[Policy] = st.builds(
 )
 
 operations: st.SearchStrategy[Operation] = st.sampled_from(Operation)
-trainer_kinds: st.SearchStrategy[Kind | None] = st.none() | st.sampled_from(Kind)
+judged_kinds: st.SearchStrategy[Kind | Workload | None] = (
+    st.none() | st.sampled_from(Kind) | st.sampled_from(Workload)
+)
 namespaces: st.SearchStrategy[str] = st.sampled_from(["", "team", "other"]) | st.text(max_size=8)
 subresources: st.SearchStrategy[str] = st.sampled_from(["", "", "", "status"]) | st.text(max_size=6)
 

@@ -27,12 +27,12 @@ from tests.properties.strategies import (
     fuzzed_objects,
     fuzzed_runtimes,
     fuzzed_trainjobs,
+    judged_kinds,
     mutated,
     namespaces,
     operations,
     policies,
     subresources,
-    trainer_kinds,
 )
 from tests.support.examples import examples
 
@@ -43,7 +43,7 @@ LIGHT = settings(max_examples=examples(100))
 reviews = st.builds(
     Review,
     operation=operations,
-    kind=trainer_kinds,
+    kind=judged_kinds,
     namespace=namespaces,
     obj=st.none() | fuzzed_objects,
     old_obj=st.none() | fuzzed_objects,
