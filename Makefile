@@ -128,20 +128,26 @@ demo: $(STAMP) k8s-bins
 # Benchmarks (BENCHMARKS.md): nicguard under wrk beside a bare Go echo (built with go), a bare
 # FastAPI echo on uvicorn's defaults and the same on nicguard's stack, RSS with 10,000
 # cached objects, the audit's CPU, then scale in file mode (RSS at 10,000 in six mixes and layouts,
-# the slope to 100,000, ready at 100,000). Installs wrk when missing; exits 1 when a target is missed.
+# the slope to 100,000, ready at 100,000), then the Pod door: bursts of 1,000 Pod creates through
+# a real kube-apiserver with the shipped webhook configuration and without (bench/pod_door.py).
+# Installs wrk when missing; exits 1 when a target is missed.
 # `make bench-py313`: the same on Python 3.13, the image's interpreter (both servers, the states).
 # `make bench-py313-pgo`: the same on CPython 3.13 built as the image's is, with PGO and LTO (built
 # once, ~20 min: scripts/python-pgo-bin.sh), in its own venv.
 .PHONY: bench bench-py313 bench-py313-pgo wrk
-bench: $(STAMP) wrk
-	status=0; $(BIN)/python -m bench.run || status=$$?; \
+bench: $(STAMP) wrk k8s-bins
+	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) && status=0; \
+	  $(BIN)/python -m bench.run || status=$$?; \
 	  $(BIN)/python -m bench.audit_pass || status=$$?; \
-	  $(BIN)/python -m bench.scale || status=$$?; exit $$status
+	  $(BIN)/python -m bench.scale || status=$$?; \
+	  $(BIN)/python -m bench.pod_door || status=$$?; exit $$status
 
-bench-py313: $(STAMP313) wrk
-	status=0; $(VENV313)/bin/python -m bench.run || status=$$?; \
+bench-py313: $(STAMP313) wrk k8s-bins
+	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" PATH="$(CURDIR)/$(VENV313)/bin:$$PATH" && status=0; \
+	  $(VENV313)/bin/python -m bench.run || status=$$?; \
 	  $(VENV313)/bin/python -m bench.audit_pass || status=$$?; \
-	  $(VENV313)/bin/python -m bench.scale || status=$$?; exit $$status
+	  $(VENV313)/bin/python -m bench.scale || status=$$?; \
+	  $(VENV313)/bin/python -m bench.pod_door || status=$$?; exit $$status
 
 bench-py313-pgo:
 	py="$$(scripts/python-pgo-bin.sh)" && $(MAKE) bench-py313 PYTHON313="$$py" VENV313=$(VENV313)-pgo

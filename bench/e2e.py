@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from bench.run import free_port, machine
+from tests.harness.controlplane import ControlPlane
 from tests.harness.objects import RECIPE_PAIRS, interfaces, runtime, with_pairs
 from tests.harness.procs import Process, wait_until
 from tests.harness.stack import Stack, populate, running
@@ -272,9 +273,9 @@ def go_build(package: str, binary: Path) -> None:
         raise E2EBenchError(f"go build bench/{package} failed: {built.stderr[-2000:]}")
 
 
-def webhook_calls(stack: Stack) -> dict[str, tuple[int, float]]:
+def webhook_calls(plane: ControlPlane) -> dict[str, tuple[int, float]]:
     """Per webhook name: (calls, seconds) the apiserver has measured so far."""
-    scraped = stack.plane.kubectl("admin", "get", "--raw", "/metrics")
+    scraped = plane.kubectl("admin", "get", "--raw", "/metrics")
     checked(scraped, "reading the apiserver's metrics")
     calls: dict[str, list[float]] = {}
     for line in scraped.stdout.splitlines():
@@ -328,7 +329,7 @@ class Switch:
     def in_effect(self) -> str:
         """Which configuration judges a drifted runtime (server-side dry run): the policy and
         nicguard deny it, the echoes allow it and show in the apiserver's webhook metrics."""
-        before = webhook_calls(self.stack)
+        before = webhook_calls(self.stack.plane)
         drifted = runtime(
             "bench-probe",
             namespace=NAMESPACE,
@@ -336,7 +337,7 @@ class Switch:
             recipe_bound=True,
         )
         status, payload, _ = self.client.post(f"{_RESOURCE}?dryRun=All", drifted)
-        after = webhook_calls(self.stack)
+        after = webhook_calls(self.stack.plane)
         echoes = [
             m for m in self.echo_urls if after.get(webhook_name(m)) != before.get(webhook_name(m))
         ]
@@ -450,10 +451,10 @@ def measure(stack: Stack, args: argparse.Namespace, out: TextIO) -> Samples:
                 shift = number % len(modes)
                 for mode in modes[shift:] + modes[:shift]:
                     switch.to(mode)
-                    before = webhook_calls(stack)
+                    before = webhook_calls(stack.plane)
                     creator = None if args.client == "kubectl" else client
                     latencies = create_round(stack, creator, mode, number, args.creates)
-                    samples.add_calls(mode, before, webhook_calls(stack))
+                    samples.add_calls(mode, before, webhook_calls(stack.plane))
                     samples.rounds[mode].append(latencies)
                     _say(
                         out,

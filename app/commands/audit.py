@@ -1,5 +1,6 @@
 """``nicguard audit``: the standing of every ClusterTrainingRuntime and TrainingRuntime, judged
-as the in-server audit judges them, from a file state or one LIST per resource of a live cluster.
+as the in-server audit judges them (and, on request, of every wired JobSet, Job and Pod), from a
+file state or one LIST per resource of a live cluster.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Final
 
 import yaml
 
+from app.commands.workload_audit import WorkloadResult, audit_workloads, state_workloads
 from app.config import REPORTS_AUTO, Settings
 from app.domain.cluster import (
     ClusterSnapshot,
     Unverifiable,
 )
-from app.domain.drift import EVERYTHING, DriftBook, Result
+from app.domain.drift import EVERYTHING, DriftBook, Result, Standing
 from app.domain.fields import str_at
 from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
 from app.domain.policy import Policy
@@ -35,6 +37,15 @@ class AuditResult:
 
     api_version: str
     audited: Audited
+
+    @property
+    def standing(self) -> Standing:
+        return self.audited.standing
+
+    @property
+    def heading(self) -> str:
+        kind, namespace, name = self.audited.key
+        return f"{kind.value} {namespace}/{name}" if namespace else f"{kind.value} {name}"
 
     def to_json(self) -> dict[str, object]:
         kind, namespace, name = self.audited.key
@@ -78,38 +89,57 @@ def audit_snapshot(
     ]
 
 
+Judged = AuditResult | WorkloadResult
+"""A runtime's standing, or (``--include-workloads``) a wired JobSet's, Job's or Pod's."""
+
+
 def audit_state(
     state: Path,
     settings: Settings,
     namespace: str | None,
     note: Callable[[str], None] = lambda _: None,
-) -> list[AuditResult]:
-    """The audit of a file state; raises ``StateFileError`` on unusable files. ``note`` hears
-    what the state leaves unchecked."""
+    *,
+    workloads: bool = False,
+) -> list[Judged]:
+    """The audit of a file state (its wired JobSets, Jobs and Pods too when ``workloads``);
+    raises ``StateFileError`` on unusable files. ``note`` hears what the state leaves
+    unchecked."""
     snapshot = state_snapshot(state, settings.recipe_configmap, note)
-    return audit_snapshot(snapshot, settings.policy, namespace)
+    results: list[Judged] = [*audit_snapshot(snapshot, settings.policy, namespace)]
+    if workloads:
+        found = state_workloads(state)
+        results += audit_workloads(found, snapshot, settings.policy, namespace)
+    return results
 
 
 def audit_cluster(
-    settings: Settings, namespace: str | None, environ: Mapping[str, str], *, discover: bool
-) -> tuple[list[AuditResult], ReportApi]:
-    """The audit of the live cluster, and the report API to print in (discovered only when
-    ``discover``); raises ``ClientConfigError`` and ``app.kube.listing.ClusterReadError``."""
+    settings: Settings,
+    namespace: str | None,
+    environ: Mapping[str, str],
+    *,
+    discover: bool,
+    workloads: bool = False,
+) -> tuple[list[Judged], ReportApi]:
+    """The audit of the live cluster (its wired JobSets, Jobs and Pods too when ``workloads``),
+    and the report API to print in (discovered only when ``discover``); raises
+    ``ClientConfigError`` and ``app.kube.listing.ClusterReadError``."""
     # Imported here: only a live audit pays for the Kubernetes API client (~0.5 s).
     from app.kube.client import load_api_client
     from app.kube.discovery import served_report_api
-    from app.kube.listing import list_snapshot, read_failures
+    from app.kube.listing import list_snapshot, list_workloads, read_failures
 
     api = report_api(settings.reports)
     api_client = load_api_client(environ)
     try:
         snapshot = list_snapshot(api_client, settings.recipe_configmap, namespace)
+        found = list_workloads(api_client, namespace) if workloads else []
         if discover and not isinstance(settings.reports, ReportApi):
             with read_failures("read the discovery documents of the policy report APIs"):
                 api = served_report_api(api_client, REPORTS_AUTO) or DEFAULT_REPORT_API
     finally:
         api_client.rest_client.close()
-    return audit_snapshot(snapshot, settings.policy, namespace), api
+    results: list[Judged] = [*audit_snapshot(snapshot, settings.policy, namespace)]
+    return results + audit_workloads(found, snapshot, settings.policy, namespace), api
 
 
 def report_api(setting: ReportApi | str) -> ReportApi:
@@ -118,22 +148,25 @@ def report_api(setting: ReportApi | str) -> ReportApi:
     return setting if isinstance(setting, ReportApi) else DEFAULT_REPORT_API
 
 
-def failed(results: list[AuditResult]) -> bool:
-    return any(r.audited.standing.result is Result.FAIL for r in results)
+def failed(results: list[Judged]) -> bool:
+    return any(r.standing.result is Result.FAIL for r in results)
 
 
 def render(
-    output: str, results: list[AuditResult], api: ReportApi, namespace: str | None, now: int
+    output: str, results: list[Judged], api: ReportApi, namespace: str | None, now: int
 ) -> str:
+    """``results`` as ``output`` says; the reports hold the runtimes (the CLI refuses
+    ``--include-workloads`` with them)."""
     if output == "json":
         return json.dumps({"results": [r.to_json() for r in results]}, indent=2)
     if output == "reports":
-        return render_reports(results, api, namespace, now)
+        runtimes = [r for r in results if isinstance(r, AuditResult)]
+        return render_reports(runtimes, api, namespace, now)
     return render_text(results, namespace)
 
 
-def render_text(results: list[AuditResult], namespace: str | None) -> str:
-    """One block per runtime, result first, then each finding with its code and field."""
+def render_text(results: list[Judged], namespace: str | None) -> str:
+    """One block per object, result first, then each finding with its code and field."""
     if not results:
         where = "" if namespace is None else f" in namespace {namespace}"
         judged = (
@@ -142,15 +175,13 @@ def render_text(results: list[AuditResult], namespace: str | None) -> str:
         return f"no {judged} found{where}"
     blocks = []
     for result in results:
-        kind, namespace_of, name = result.audited.key
-        standing = result.audited.standing
-        where = f"{namespace_of}/" if namespace_of else ""
-        lines = [f"{standing.result.value.upper()} {kind.value} {where}{name}"]
+        standing = result.standing
+        lines = [f"{standing.result.value.upper()} {result.heading}"]
         for finding in standing.findings:
             lines.append(f"  {finding.render()}")
             lines.append(f"      at {finding.field}")
         blocks.append("\n".join(lines))
-    counts = Counter(r.audited.standing.result for r in results)
+    counts = Counter(r.standing.result for r in results)
     summary = ", ".join(f"{counts[result]} {result.value}" for result in Result)
     return "\n\n".join([*blocks, f"{len(results)} audited, {summary}"])
 

@@ -1,12 +1,14 @@
 """One read of the cluster for ``nicguard audit``: one LIST per resource, no watch, giving the
-snapshot the watch caches of ``app/kube/cluster_view.py`` would hold after their first sync.
+snapshot the watch caches of ``app/kube/cluster_view.py`` would hold after their first sync, and
+on request the wired JobSets, Jobs and Pods.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
+from typing import Final
 
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
@@ -20,7 +22,7 @@ from app.domain.cluster import (
     runtime_key,
 )
 from app.domain.fields import JsonMap, str_at
-from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind
+from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Kind, Workload
 from app.domain.network import (
     NETWORK_GROUP,
     NETWORK_VERSION,
@@ -29,6 +31,7 @@ from app.domain.network import (
 )
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
+from app.domain.workloads import workload_templates
 from app.kube.client import ApiListWatch, ListCall
 from app.kube.cluster_view import (
     CLUSTER_RUNTIME_PLURAL,
@@ -37,7 +40,14 @@ from app.kube.cluster_view import (
     RUNTIME_PLURAL,
 )
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
-from app.kube.rest import config_map_list
+from app.kube.rest import config_map_list, resource_list
+
+# Each workload's API version and resource, as ``--include-workloads`` lists them.
+WORKLOAD_RESOURCES: Final = (
+    (Workload.JOB_SET, "v1alpha2", "jobsets"),
+    (Workload.JOB, "v1", "jobs"),
+    (Workload.POD, "v1", "pods"),
+)
 
 
 class ClusterReadError(Exception):
@@ -82,6 +92,25 @@ def list_snapshot(
     return ClusterSnapshot(networks, _recipe(configmaps, recipe_name), runtimes)
 
 
+def list_workloads(api_client: ApiClient, namespace: str | None) -> list[tuple[Workload, JsonMap]]:
+    """Every JobSet, Job and Pod (only ``namespace``'s when given) with a pod template that
+    carries the interfaces annotation: one paginated LIST each, none when JobSet's API is not
+    served; raises ``ClusterReadError``."""
+    found: list[tuple[Workload, JsonMap]] = []
+    for workload, version, plural in WORKLOAD_RESOURCES:
+        resource = f"{plural}.{workload.group}" if workload.group else plural
+        where = "" if namespace is None else f" in namespace {namespace}"
+        call = resource_list(api_client, workload.group, version, plural, namespace)
+        items = _served(f"list {resource}{where}", call, trim=partial(_wired, workload))
+        found += [(workload, item) for item in items or () if item]
+    return found
+
+
+def _wired(workload: Workload, obj: JsonMap) -> JsonMap:
+    # The unwired are dropped as each page is read: a cluster's Pods never sit whole.
+    return obj if workload_templates(workload, obj) else {}
+
+
 def _networks(call: ListCall, param_sets: ListCall) -> Networks:
     # A cluster without GKE multi-networking: not served, as the watch cache concludes.
     items = _served(f"list {NETWORK_PLURAL}.{NETWORK_GROUP}", call)
@@ -96,11 +125,14 @@ def _networks(call: ListCall, param_sets: ListCall) -> Networks:
     )
 
 
-def _served(what: str, call: ListCall) -> Sequence[JsonMap] | None:
-    """The items, or None when the API answers NotFound (not served)."""
+def _served(
+    what: str, call: ListCall, trim: Callable[[JsonMap], JsonMap] | None = None
+) -> Sequence[JsonMap] | None:
+    """The items (each cut down by ``trim``), or None when the API answers NotFound (not
+    served)."""
     with read_failures(what):
         try:
-            return ApiListWatch(call).list().items
+            return ApiListWatch(call, trim=trim).list().items
         except ApiException as error:
             if status_of(error) != NOT_FOUND:
                 raise

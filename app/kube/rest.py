@@ -18,6 +18,9 @@ _CONFIG_MAPS: Final = "/api/v1/namespaces/{namespace}/configmaps"
 _SECRETS: Final = "/api/v1/namespaces/{namespace}/secrets"
 _SECRET: Final = "/api/v1/namespaces/{namespace}/secrets/{name}"  # noqa: S105 - a path
 _CUSTOM_OBJECTS: Final = "/apis/{group}/{version}/{plural}"  # cluster-wide: every namespace
+_NAMESPACED_OBJECTS: Final = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+_CORE_OBJECTS: Final = "/api/{version}/{plural}"
+_NAMESPACED_CORE_OBJECTS: Final = "/api/{version}/namespaces/{namespace}/{plural}"
 _WEBHOOK_CONFIGURATION: Final = (
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}"
 )
@@ -84,6 +87,20 @@ def custom_object_list(api_client: ApiClient, group: str, version: str, plural: 
     (``send_initial_events``, ``resource_version_match``), which the generated method lacks."""
     path_params = {"group": group, "version": version, "plural": plural}
     return _list_call(api_client, _CUSTOM_OBJECTS, path_params, [])
+
+
+def resource_list(
+    api_client: ApiClient, group: str, version: str, plural: str, namespace: str | None
+) -> ListCall:
+    """A list call of any resource (``group`` empty: the core API) in the whole cluster, or
+    only in ``namespace``."""
+    path_params = {"group": group, "version": version, "plural": plural}
+    if namespace is not None:
+        path_params["namespace"] = namespace
+        path = _NAMESPACED_OBJECTS if group else _NAMESPACED_CORE_OBJECTS
+    else:
+        path = _CUSTOM_OBJECTS if group else _CORE_OBJECTS
+    return _list_call(api_client, path, path_params, [])
 
 
 def _list_call(

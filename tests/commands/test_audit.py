@@ -23,7 +23,8 @@ from tests.builders import (
     wired,
     with_metadata,
 )
-from tests.support.apiserver import FakeApiServer, Reply, routes, serving, status
+from tests.support.apiserver import status
+from tests.support.audit_runs import audit, live
 from tests.support.cluster import CLUSTER, CTRS, OPENREPORTS, WGPOLICYK8S
 from tests.support.paths import ROOT
 
@@ -57,12 +58,6 @@ def state(tmp_path: Path) -> Path:
     (directory / "networks.yaml").write_text(yaml.safe_dump_all(OBJECTS[: len(GPU_NICS) + 1]))
     (directory / "rest.yaml").write_text(yaml.safe_dump_all(OBJECTS[len(GPU_NICS) + 1 :]))
     return directory
-
-
-def audit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["audit", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_text_gives_each_runtime_its_result_findings_and_a_summary(
@@ -271,19 +266,6 @@ def test_input_errors_exit_two_with_one_line(
     assert (code, out) == (2, "")
     assert err.startswith(message.format(tmp=tmp_path))
     assert err.count("\n") == 1
-
-
-def live(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    table: dict[str, Reply],
-    *args: str,
-) -> tuple[int, str, str, FakeApiServer]:
-    with serving(routes(table)) as server:
-        monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path)))
-        code, out, err = audit(capsys, *args)
-    return code, out, err, server
 
 
 def test_live_audit_lists_the_cluster_from_the_kubeconfig(

@@ -1,7 +1,8 @@
 """Session fixtures of the e2e tier: one real control plane with nicguard for most tests.
 
-That plane serves the Kubeflow Trainer v2.3.0 CRDs. TrainJob tests run on a second one with the
-v2.1.0 CRDs as well: a module overrides ``stack`` with ``each_trainer`` (see test_trainjobs.py).
+That plane serves the Kubeflow Trainer v2.3.0 CRDs and JobSet v0.12.0's. TrainJob tests run on
+a second one with the v2.1.0 CRDs as well: a module overrides ``stack`` with ``each_trainer``
+(see test_trainjobs.py).
 Binaries missing is a failure, never a skip (``make e2e`` builds them). Logs of etcd,
 kube-apiserver and nicguard stay in pytest's temp dir and are attached to failing tests.
 """
@@ -21,8 +22,10 @@ TRAINER_STACKS = {TRAINER_V2_3: "trainer_v2_3_stack", TRAINER_V2_1: "trainer_v2_
 
 
 def populated(factory: pytest.TempPathFactory, trainer: Trainer) -> Iterator[Stack]:
-    """Control plane + CRDs + nicguard (as its ServiceAccount) + webhook + example state."""
-    with running(factory.mktemp(f"cluster-{trainer.version}"), trainer=trainer) as started:
+    """Control plane + CRDs (JobSet's too) + nicguard (as its ServiceAccount) + webhook +
+    example state."""
+    workdir = factory.mktemp(f"cluster-{trainer.version}")
+    with running(workdir, trainer=trainer, jobset=True) as started:
         populate(started)
         yield started
 

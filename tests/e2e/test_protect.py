@@ -191,18 +191,8 @@ def _webhook_calls(stack: Stack) -> dict[str, float]:
     return calls
 
 
-def _judged_requests(stack: Stack) -> float:
-    status, text = stack.nicguard.probe("/metrics")
-    assert status == 200
-    return sum(
-        float(line.rpartition(" ")[2])
-        for line in text.splitlines()
-        if line.startswith("nicguard_admission_requests_total{")
-    )
-
-
 def test_other_configmaps_never_reach_nicguard(stack: Stack) -> None:
-    before, judged = _webhook_calls(stack), _judged_requests(stack)
+    before, judged = _webhook_calls(stack), stack.nicguard.judged_requests()
     namespaces = [unique("cms") for _ in range(4)]
     for namespace in namespaces:
         checked(stack.kubectl("create", "namespace", namespace, who="admin"), "namespace")
@@ -227,7 +217,7 @@ def test_other_configmaps_never_reach_nicguard(stack: Stack) -> None:
         "snapshot.nicguard.dev",
     ):
         assert after.get(webhook, 0.0) == before.get(webhook, 0.0), (webhook, before, after)
-    assert _judged_requests(stack) == judged
+    assert stack.nicguard.judged_requests() == judged
 
 
 def test_a_ready_network_and_its_status_updates_are_not_judged(network_admins: Stack) -> None:

@@ -116,16 +116,6 @@ def apply_as_trainer(stack: Stack, configmap: dict[str, Any]) -> Any:
     )
 
 
-def _judged_requests(stack: Stack) -> float:
-    status, text = stack.nicguard.probe("/metrics")
-    assert status == 200
-    return sum(
-        float(line.rpartition(" ")[2])
-        for line in text.splitlines()
-        if line.startswith("nicguard_admission_requests_total{")
-    )
-
-
 @pytest.mark.parametrize("typed", [False, True], ids=["v2.3.0-copy", "fixed-release-copy"])
 def test_trainers_own_snapshot_is_admitted_and_a_tampered_one_refused(
     stack: Stack, job: dict[str, Any], typed: bool
@@ -133,10 +123,10 @@ def test_trainers_own_snapshot_is_admitted_and_a_tampered_one_refused(
     runtime = _get(stack, "clustertrainingruntime", TCPXO)
     snapshot = snapshot_of(job, runtime, typed=typed)
     name, namespace = snapshot["metadata"]["name"], snapshot["metadata"]["namespace"]
-    before = _judged_requests(stack)
+    before = stack.nicguard.judged_requests()
     run = apply_as_trainer(stack, snapshot)
     expect.allowed(run, f"configmap/{name} serverside-applied")
-    assert _judged_requests(stack) == before + 1
+    assert stack.nicguard.judged_requests() == before + 1
     decision = [d for d in stack.nicguard.decisions() if d["resource_name"] == name][-1]
     assert (decision["resource_kind"], decision["decision"]) == ("ConfigMap", "allowed")
 
@@ -235,9 +225,9 @@ def test_configmaps_that_are_not_snapshots_never_reach_nicguard(
             "data": {"notes": "no runtime here"},
         },
     ]
-    before = _judged_requests(stack)
+    before = stack.nicguard.judged_requests()
     checked(stack.apply(*look_alikes), "writing ConfigMaps that are not snapshots")
-    assert _judged_requests(stack) == before
+    assert stack.nicguard.judged_requests() == before
 
 
 def test_a_terminating_trainjobs_spec_change_is_refused_and_its_finalizer_removal_allowed(

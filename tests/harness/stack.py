@@ -78,8 +78,10 @@ def running(
     nicguard_args: Sequence[str] = (),
     report_apis: Sequence[str] = (),
     otlp_endpoint: str | None = None,
+    jobset: bool = False,
 ) -> Iterator[Stack]:
-    """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD;
+    """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD, with
+    ``jobset`` JobSet's;
     ``nicguard_args`` are added to ``nicguard serve``'s command line; ``report_apis`` (of
     ``state.REPORT_APIS``) are the policy report CRDs served before nicguard starts;
     ``otlp_endpoint``: see ``ControlPlane`` (off by default)."""
@@ -87,7 +89,7 @@ def running(
     nicguard = Nicguard(plane, workdir, args=nicguard_args)
     try:
         plane.start()
-        install_crds(plane, network_api=network_api, trainer=trainer)
+        install_crds(plane, network_api=network_api, trainer=trainer, jobset=jobset)
         if report_apis:
             install_report_crds(plane, *report_apis)
         config = install_base(plane)

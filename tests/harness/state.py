@@ -3,8 +3,9 @@
 Everything is written as ``admin``; the conditions of Networks and of their GKENetworkParamSets go
 through the ``status`` subresource, as GKE writes them.
 The CRDs are upstream's, unmodified (``tests/e2e/crds/*/``, each file names its source): the
-GKE networking API and one Kubeflow Trainer release per control plane, and on request the policy
-report APIs (OpenReports ``openreports.io``, the Policy WG's ``wgpolicyk8s.io``).
+GKE networking API, one Kubeflow Trainer release per control plane, on request JobSet v0.12.0 (the
+workload door's JobSets) and the policy report APIs (OpenReports ``openreports.io``, the
+Policy WG's ``wgpolicyk8s.io``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.harness.procs import wait_until
 
 CRDS: Final = ROOT / "tests" / "e2e" / "crds"
 NETWORK_API_CRDS: Final = CRDS / "gke-networking"
+JOBSET_CRDS: Final = CRDS / "jobset-v0.12.0"
 NETWORKS: Final = "networks.networking.gke.io"
 PARAM_SETS: Final = "gkenetworkparamsets.networking.gke.io"
 # The resource of each kind of examples/cluster/networks.yaml, for ``set_status``.
@@ -78,24 +80,31 @@ def checked(run: Run, what: str) -> Run:
     return run
 
 
-def crd_files(*, network_api: bool, trainer: Trainer) -> list[Path]:
-    """``trainer``'s three CRDs, then (if ``network_api``) Network and GKENetworkParamSet."""
+def crd_files(*, network_api: bool, trainer: Trainer, jobset: bool = False) -> list[Path]:
+    """``trainer``'s three CRDs, then (if ``network_api``) Network and GKENetworkParamSet, then
+    (if ``jobset``) JobSet's."""
     files = sorted((CRDS / f"trainer-{trainer.version}").glob("*.yaml"))
     files += sorted(NETWORK_API_CRDS.glob("*.yaml")) if network_api else []
-    if len(files) != (5 if network_api else 3):
+    files += sorted(JOBSET_CRDS.glob("*.yaml")) if jobset else []
+    if len(files) != 3 + (2 if network_api else 0) + (1 if jobset else 0):
         raise RuntimeError(f"unexpected CRD files for Trainer {trainer.version}: {files}")
     return files
 
 
 def install_crds(
-    plane: ControlPlane, *, network_api: bool = True, trainer: Trainer = TRAINER_V2_3
+    plane: ControlPlane,
+    *,
+    network_api: bool = True,
+    trainer: Trainer = TRAINER_V2_3,
+    jobset: bool = False,
 ) -> None:
-    """Create the CRDs and wait until they are Established (served).
+    """Create the CRDs and wait until they are Established (served). JobSet's (~2 s more to
+    establish) only with ``jobset``: the session stacks serve it, other planes need it not.
 
-    ``create``, never client-side ``apply``: the Trainer CRDs are far larger than the 256 KiB
-    a ``last-applied-configuration`` annotation may hold.
+    ``create``, never client-side ``apply``: the Trainer and JobSet CRDs are far larger than the
+    256 KiB a ``last-applied-configuration`` annotation may hold.
     """
-    files = crd_files(network_api=network_api, trainer=trainer)
+    files = crd_files(network_api=network_api, trainer=trainer, jobset=jobset)
     args = [arg for f in files for arg in ("-f", str(f))]
     checked(plane.kubectl("admin", "create", *args), "creating the CRDs")
     wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}", "crd", "--all"]

@@ -159,6 +159,13 @@ class Nicguard:
         except OSError:
             return None, ""
 
+    def judged_requests(self) -> float:
+        """The admission requests it has answered so far (``admission_requests``)."""
+        status, text = self.probe("/metrics")
+        if status != 200:
+            raise RuntimeError(f"nicguard /metrics answered {status}\n{self.report()}")
+        return admission_requests(text)
+
     def log_lines(self) -> list[dict[str, Any]]:
         """Every JSON line of nicguard's log (all runs of this instance)."""
         entries = []
@@ -173,6 +180,15 @@ class Nicguard:
         if self.process is None or not self.process.running():
             raise RuntimeError(f"nicguard exited\n{self.report()}")
         return http_status(f"http://127.0.0.1:{self.probe_port}/readyz") == 200 or None
+
+
+def admission_requests(metrics: str) -> float:
+    """``nicguard_admission_requests_total`` of a /metrics text, every label set summed."""
+    return sum(
+        float(line.rpartition(" ")[2])
+        for line in metrics.splitlines()
+        if line.startswith("nicguard_admission_requests_total{")
+    )
 
 
 def webhook_names(config: dict[str, Any]) -> list[str]:

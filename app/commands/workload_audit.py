@@ -1,0 +1,82 @@
+"""``nicguard audit --include-workloads``: every JobSet, Job and Pod whose pod templates carry
+the interfaces annotation, judged as the workload doors judge a CREATE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.domain.cluster import ClusterView
+from app.domain.drift import Standing, standing_of
+from app.domain.evaluate import evaluate_object
+from app.domain.fields import JsonMap, str_at
+from app.domain.kinds import Workload, workload_kind
+from app.domain.policy import Policy
+from app.domain.workloads import describe_workload, workload_templates
+from app.files.state import iter_objects
+
+# The API versions a live cluster's lists leave off their items.
+_API_VERSIONS = {Workload.JOB_SET: "jobset.x-k8s.io/v1alpha2", Workload.JOB: "batch/v1"}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadResult:
+    """One wired JobSet, Job or Pod's standing, ``heading`` naming it and its controller."""
+
+    api_version: str
+    kind: Workload
+    namespace: str
+    name: str
+    heading: str
+    standing: Standing
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind.value,
+            "namespace": self.namespace,
+            "name": self.name,
+            "result": self.standing.result.value,
+            "violations": [
+                {"code": v.code.value, "message": v.message, "field": v.field}
+                for v in self.standing.findings
+            ],
+        }
+
+
+def audit_workloads(
+    workloads: Iterable[tuple[Workload, JsonMap]],
+    view: ClusterView,
+    policy: Policy,
+    namespace: str | None,
+) -> list[WorkloadResult]:
+    """Each wired workload (only ``namespace``'s when given) judged as a CREATE, sorted by kind
+    (JobSets, Jobs, Pods), namespace and name."""
+    results = []
+    for kind, obj in workloads:
+        namespace_of = str_at(obj, "metadata", "namespace") or ""
+        if not workload_templates(kind, obj) or namespace not in (None, namespace_of):
+            continue
+        evaluation = evaluate_object(kind, obj, namespace_of, view, policy)
+        results.append(
+            WorkloadResult(
+                api_version=str_at(obj, "apiVersion") or _API_VERSIONS.get(kind, "v1"),
+                kind=kind,
+                namespace=namespace_of,
+                name=str_at(obj, "metadata", "name") or "",
+                heading=describe_workload(kind, obj, namespace_of),
+                standing=standing_of(evaluation.verdict),
+            )
+        )
+    order = list(Workload)
+    return sorted(results, key=lambda r: (order.index(r.kind), r.namespace, r.name))
+
+
+def state_workloads(state: Path) -> Iterator[tuple[Workload, JsonMap]]:
+    """The JobSets, Jobs and Pods of a file state; raises ``StateFileError``."""
+    for sourced in iter_objects([state]):
+        kind = workload_kind(sourced.obj)
+        if kind is not None:
+            yield kind, sourced.obj

@@ -1,0 +1,473 @@
+"""The Pod door's cost (SPEC §10, §15): bursts of Pod creates through a real kube-apiserver with
+nicguard's shipped webhook configuration registered and with none, in the same run.
+
+One control plane (etcd + kube-apiserver on loopback, no scheduler: the Pods stay Pending) and
+``nicguard serve --state examples/cluster`` in file mode. ``nicguard``: every entry of the
+rendered ``manifests/`` ValidatingWebhookConfiguration (``pods.nicguard.dev`` among them) pointed
+at that process; ``go-echo``: its ``pods.nicguard.dev`` entry alone, renamed, pointed at a bare
+Go echo (``bench/goecho``; left out without ``go``), what any out-of-process webhook costs;
+``none``: no configuration. Each round puts each in effect in turn (order rotating) and under
+each fires two bursts of ``--creates`` Pod creates from ``--clients`` threads,
+each on its own keep-alive HTTPS connection: wired Pods (the node Pod of the shipped TCPXO
+runtime, the recipe's eight Networks: allowed) and the same Pods without the interfaces
+annotation (never sent to nicguard; its request counter must not move). The Pods are deleted
+after each burst.
+
+    NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.pod_door [--creates 1000]
+        [--clients 10] [--rounds 5]
+
+Exit status 0 when the wired bursts take at most 1.15 x the time with nicguard registered, no
+create fails, and the unwired bursts differ by less than the run's noise without reaching
+nicguard; 1 otherwise; 2 on a set-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import copy
+import json
+import queue
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from bench.e2e import ApiClient, E2EBenchError, go_build, listening, webhook_calls
+from bench.run import cpu_seconds, free_port, load_average, machine
+from tests.harness.controlplane import ROOT, ControlPlane
+from tests.harness.objects import INTERFACES, example, interfaces
+from tests.harness.procs import NICGUARD, Process, free_ports, http_status, wait_until
+from tests.harness.state import checked, create_namespace
+from tests.harness.webhook import WEBHOOK_KIND, admission_requests, rendered_manifests
+
+NAMESPACE: Final = "bench-pods"
+POD_WEBHOOK: Final = "pods.nicguard.dev"
+MODES: Final = ("none", "go-echo", "nicguard")
+ECHO_WEBHOOK: Final = "pods.bench-go-echo.dev"
+WIRED: Final = "wired"
+PLAIN: Final = "plain"
+MAX_WIRED_RATIO: Final = 1.15
+TCPXO: Final = "torch-distributed-tcpxo"
+_PODS: Final = f"/api/v1/namespaces/{NAMESPACE}/pods"
+_WARMUP: Final = 100  # unmeasured creates under each configuration before the first round
+_SWITCH_TIMEOUT: Final = 30.0
+
+
+class PodDoorError(Exception):
+    """The bench could not run or could not be measured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    mode: str
+    pods: str  # WIRED or PLAIN
+    creates: int
+    seconds: float
+    failed: list[str]  # one line per create not answered 201
+    judged: float  # nicguard's admission requests during the burst
+    plane_cpu: float  # seconds of CPU kube-apiserver and etcd spent during the burst
+    nicguard_cpu: float  # seconds of CPU nicguard spent during the burst
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """nicguard serving: its webhook URL, its CA (base64 PEM), its probe URL, its PID."""
+
+    url: str
+    ca_bundle: str
+    probe: str
+    pid: int
+    cert_dir: Path
+
+
+@dataclass(slots=True)
+class Results:
+    modes: tuple[str, ...]
+    bursts: list[Burst] = field(default_factory=list)
+
+    def seconds(self, mode: str, pods: str) -> list[float]:
+        return [b.seconds for b in self.bursts if b.mode == mode and b.pods == pods]
+
+    def median(self, mode: str, pods: str) -> float:
+        return statistics.median(self.seconds(mode, pods))
+
+    def ratio(self, pods: str, mode: str = "nicguard") -> float:
+        return self.median(mode, pods) / self.median("none", pods)
+
+    def noise(self, pods: str) -> float:
+        """The largest spread of one configuration's rounds, relative to their median."""
+        spreads = []
+        for mode in self.modes:
+            rounds = self.seconds(mode, pods)
+            spreads.append((max(rounds) - min(rounds)) / statistics.median(rounds))
+        return max(spreads)
+
+    def cpu_per_create(self, mode: str, pods: str) -> float:
+        return statistics.median(
+            b.plane_cpu / b.creates for b in self.bursts if b.mode == mode and b.pods == pods
+        )
+
+    def nicguard_cpu_per_judged(self) -> float:
+        wired = [b for b in self.bursts if b.mode == "nicguard" and b.pods == WIRED]
+        return statistics.median(b.nicguard_cpu / max(b.judged, 1.0) for b in wired)
+
+    def failed(self) -> list[str]:
+        return [line for b in self.bursts for line in b.failed]
+
+    def judged_plain(self) -> float:
+        return sum(b.judged for b in self.bursts if b.pods == PLAIN)
+
+
+def _say(out: TextIO, text: str = "") -> None:
+    out.write(text + "\n")
+    out.flush()
+
+
+def pod(name: str, *, wired: bool) -> dict[str, Any]:
+    """A node Pod of the shipped TCPXO runtime, as the Job controller would create it: its pod
+    template's annotations and spec; unless ``wired``, without the interfaces annotation."""
+    runtime = example(f"cluster/{TCPXO}.yaml")
+    (node,) = (
+        j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node"
+    )
+    template = node["template"]["spec"]["template"]
+    annotations = dict(template["metadata"]["annotations"])
+    if not wired:
+        del annotations[INTERFACES]
+    metadata = {"name": name, "namespace": NAMESPACE, "annotations": annotations}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+
+
+def probe_pod() -> dict[str, Any]:
+    """A wired Pod naming a Network that does not exist: only nicguard refuses it (dry run)."""
+    probe = pod("bench-probe", wired=True)
+    probe["metadata"]["annotations"][INTERFACES] = interfaces([("eth1", "no-such-network")])
+    return probe
+
+
+@contextlib.contextmanager
+def file_mode_nicguard(workdir: Path) -> Iterator[Served]:
+    """``nicguard serve --state examples/cluster`` until exit."""
+    port, probe_port = free_ports(2)
+    cert_dir = workdir / "nicguard-certs"
+    argv = [*NICGUARD, "serve", f"--state={ROOT / 'examples' / 'cluster'}", "--host=127.0.0.1"]
+    argv += [f"--port={port}", f"--probe-port={probe_port}", f"--cert-dir={cert_dir}"]
+    process = Process("nicguard", argv, workdir / "nicguard.log")
+    probe = f"http://127.0.0.1:{probe_port}"
+    try:
+
+        def ready() -> bool | None:
+            if not process.running():
+                raise PodDoorError(f"nicguard exited\n{process.report()}")
+            return http_status(f"{probe}/readyz") == 200 or None
+
+        wait_until(ready, timeout=60, what="nicguard /readyz", diagnose=process.report)
+        bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode("ascii")
+        url = f"https://127.0.0.1:{port}/validate"
+        yield Served(url, bundle, probe, process.pid, cert_dir)
+    finally:
+        process.stop()
+
+
+def cpu(plane: ControlPlane) -> float:
+    """Seconds of CPU kube-apiserver and etcd have spent so far."""
+    return sum(cpu_seconds(process.pid) for process in plane.processes)
+
+
+def judged_requests(probe: str) -> float:
+    """nicguard's admission requests so far (its request counter, every label set)."""
+    with urllib.request.urlopen(f"{probe}/metrics", timeout=5) as reply:  # noqa: S310
+        text = reply.read().decode()
+    return admission_requests(text)
+
+
+def shipped_configuration(plane: ControlPlane, url: str, ca_bundle: str) -> dict[str, Any]:
+    """The rendered ValidatingWebhookConfiguration, every entry pointed at ``url``."""
+    (config,) = (d for d in rendered_manifests(plane) if d.get("kind") == WEBHOOK_KIND)
+    names = [hook["name"] for hook in config["webhooks"]]
+    if POD_WEBHOOK not in names:
+        raise PodDoorError(f"the shipped configuration has no {POD_WEBHOOK} entry: {names}")
+    for hook in config["webhooks"]:
+        hook["clientConfig"] = {"url": url, "caBundle": ca_bundle}
+    return config
+
+
+@dataclass(slots=True)
+class Switch:
+    """Puts one configuration in effect and proves it with a dry run of ``probe_pod``."""
+
+    plane: ControlPlane
+    client: ApiClient
+    configs: dict[str, dict[str, Any]]  # by mode; "none" has none
+    current: str = "none"
+
+    def to(self, mode: str) -> None:
+        if mode == self.current:
+            return
+        if self.current in self.configs:
+            name = self.configs[self.current]["metadata"]["name"]
+            deleted = self.plane.kubectl("admin", "delete", "validatingwebhookconfiguration", name)
+            checked(deleted, f"deleting the {self.current} configuration")
+        if mode in self.configs:
+            config = json.dumps(self.configs[mode])
+            created = self.plane.kubectl("admin", "create", "-f", "-", input=config)
+            checked(created, f"registering the {mode} configuration")
+        wait_until(
+            lambda: self.in_effect() == mode or None,
+            timeout=_SWITCH_TIMEOUT,
+            what=f"configuration {mode} in effect",
+            interval=0.2,
+            diagnose=lambda: f"a dry-run probe Pod: {self.in_effect()}",
+        )
+        self.current = mode
+
+    def in_effect(self) -> str:
+        """nicguard refuses the probe; the echo allows it and shows in the apiserver's metrics."""
+        before = webhook_calls(self.plane).get(ECHO_WEBHOOK)
+        status, payload, _ = self.client.post(f"{_PODS}?dryRun=All", probe_pod())
+        if status == 201:
+            echoed = webhook_calls(self.plane).get(ECHO_WEBHOOK) != before
+            return "go-echo" if echoed else "none"
+        try:
+            message = str(json.loads(payload).get("message", ""))
+        except (ValueError, AttributeError):
+            message = payload.decode(errors="replace")
+        if f'admission webhook "{POD_WEBHOOK}" denied' in message:
+            return "nicguard"
+        return f"HTTP {status}: {message[:300]}"
+
+
+def echo_configuration(shipped: dict[str, Any], url: str, ca_bundle: str) -> dict[str, Any]:
+    """The shipped ``pods.nicguard.dev`` entry alone (rules, matchConditions), renamed, pointed
+    at the echo."""
+    config: dict[str, Any] = json.loads(json.dumps(shipped))
+    (hook,) = (h for h in config["webhooks"] if h["name"] == POD_WEBHOOK)
+    hook["name"] = ECHO_WEBHOOK
+    hook["clientConfig"] = {"url": url, "caBundle": ca_bundle}
+    config["metadata"] = {"name": "bench-go-echo"}
+    config["webhooks"] = [hook]
+    return config
+
+
+@contextlib.contextmanager
+def go_echo(workdir: Path, cert_dir: Path, out: TextIO) -> Iterator[str | None]:
+    """The bare Go echo on nicguard's certificate until exit: its URL (None without ``go``)."""
+    if shutil.which("go") is None:
+        _say(out, "go not installed: the go-echo configuration is left out")
+        yield None
+        return
+    binary = workdir / "goecho"
+    go_build("goecho", binary)
+    port = free_port()
+    argv = [str(binary), f"127.0.0.1:{port}", str(cert_dir / "tls.crt"), str(cert_dir / "tls.key")]
+    process = Process("go-echo", argv, workdir / "go-echo.log")
+    try:
+        wait_until(
+            partial(listening, port), timeout=30, what="go-echo listening", diagnose=process.report
+        )
+        yield f"https://127.0.0.1:{port}/validate"
+    finally:
+        process.stop()
+
+
+def fire(
+    plane: ControlPlane, prefix: str, count: int, clients: int, *, wired: bool
+) -> tuple[float, list[str]]:
+    """``count`` Pod creates from ``clients`` threads started together: the seconds from the
+    start to the last answer, and a line per create not answered 201."""
+    template = pod(prefix, wired=wired)
+    work: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+    for index in range(count):  # built before the burst: the clients only send
+        obj = copy.deepcopy(template)
+        obj["metadata"]["name"] = f"{prefix}-{index:04d}"
+        work.put(obj)
+    start = threading.Barrier(clients + 1)
+    token = plane.users["admin"].token
+
+    def client() -> list[str]:
+        api = ApiClient("127.0.0.1", plane.port, plane.ca_file, token)
+        failed: list[str] = []
+        try:
+            start.wait()
+            while True:
+                try:
+                    obj = work.get_nowait()
+                except queue.Empty:
+                    return failed
+                try:
+                    status, payload, _ = api.post(_PODS, obj)
+                except OSError as error:
+                    status, payload = 0, str(error).encode()
+                if status != 201:
+                    failed.append(f"{obj['metadata']['name']}: HTTP {status} {payload[:200]!r}")
+        finally:
+            api.close()
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        futures = [pool.submit(client) for _ in range(clients)]
+        start.wait(timeout=60)
+        started = time.perf_counter()
+        failed = [line for f in futures for line in f.result()]
+        seconds = time.perf_counter() - started
+    return seconds, failed
+
+
+def delete_pods(plane: ControlPlane) -> None:
+    """Delete the namespace's Pods (unbound Pods go at once) and wait until none is listed."""
+    checked(plane.kubectl("admin", "delete", "--raw", _PODS), "deleting the Pods")
+    listed = ["get", "pods", "-n", NAMESPACE, "-o", "name"]
+    wait_until(
+        lambda: (
+            not checked(plane.kubectl("admin", *listed), "listing the Pods").stdout.strip() or None
+        ),
+        timeout=60,
+        what="the Pods to be deleted",
+    )
+
+
+def measure(
+    plane: ControlPlane, switch: Switch, served: Served, args: argparse.Namespace, out: TextIO
+) -> Results:
+    modes = tuple(m for m in MODES if m == "none" or m in switch.configs)
+    results = Results(modes)
+    for mode in modes:  # warm every path: connections, the webhook clients, nicguard's caches
+        switch.to(mode)
+        fire(plane, f"warm-{mode}", _WARMUP, args.clients, wired=True)
+        delete_pods(plane)
+    kinds = (WIRED, PLAIN)
+    for number in range(args.rounds):
+        shift = number % len(modes)
+        for mode in modes[shift:] + modes[:shift]:
+            switch.to(mode)
+            order = kinds[(number // 2) % 2 :] + kinds[: (number // 2) % 2]
+            for pods in order:
+                before = judged_requests(served.probe), cpu(plane), cpu_seconds(served.pid)
+                prefix = f"{pods}-{mode}-{number}"
+                seconds, failed = fire(
+                    plane, prefix, args.creates, args.clients, wired=pods == WIRED
+                )
+                after = judged_requests(served.probe), cpu(plane), cpu_seconds(served.pid)
+                spent = [end - start for start, end in zip(before, after, strict=True)]
+                burst = Burst(mode, pods, args.creates, seconds, failed, *spent)
+                results.bursts.append(burst)
+                delete_pods(plane)
+                _say(
+                    out,
+                    f"  round {number + 1} {mode:<8} {pods:<5} {args.creates} creates in"
+                    f" {burst.seconds:6.2f} s, {len(burst.failed)} failed,"
+                    f" nicguard judged {burst.judged:.0f}; CPU s: apiserver+etcd"
+                    f" {burst.plane_cpu:.2f}, nicguard {burst.nicguard_cpu:.2f}",
+                )
+    return results
+
+
+def report(results: Results, out: TextIO) -> bool:
+    _say(out)
+    _say(out, "pods    configuration   median s   rounds (s)")
+    for pods in (WIRED, PLAIN):
+        for mode in results.modes:
+            rounds = " ".join(f"{s:.2f}" for s in results.seconds(mode, pods))
+            _say(out, f"{pods:<7} {mode:<15} {results.median(mode, pods):8.2f}   {rounds}")
+    wired, plain, noise = results.ratio(WIRED), results.ratio(PLAIN), results.noise(PLAIN)
+    failed, judged = results.failed(), results.judged_plain()
+    plane_ms = {m: 1000 * results.cpu_per_create(m, WIRED) for m in results.modes}
+    nicguard_ms = 1000 * results.nicguard_cpu_per_judged()
+    _say(
+        out,
+        f"CPU per wired create, apiserver+etcd: {plane_ms['none']:.2f} ms without a webhook,"
+        f" {plane_ms['nicguard']:.2f} ms with nicguard registered; nicguard's own:"
+        f" {nicguard_ms:.2f} ms per Pod judged (medians over rounds)",
+    )
+    if "go-echo" in results.modes:
+        _say(
+            out,
+            f"the floor, a bare Go echo on the same entry: wired Pods"
+            f" {results.ratio(WIRED, 'go-echo'):.3f} x, apiserver+etcd CPU"
+            f" {plane_ms['go-echo']:.2f} ms per wired create",
+        )
+    for line in failed[:10]:
+        _say(out, f"  failed: {line}")
+    checks = [
+        (
+            wired <= MAX_WIRED_RATIO,
+            f"wired Pods: nicguard / none {wired:.3f} x (<= {MAX_WIRED_RATIO})",
+        ),
+        (not failed, f"failed creates: {len(failed)} (0)"),
+        (
+            abs(plain - 1) <= noise,
+            f"unwired Pods: nicguard / none {plain:.3f} x (within the run's noise, {noise:.1%})",
+        ),
+        (judged == 0, f"unwired Pods that reached nicguard: {judged:.0f} (0)"),
+    ]
+    for ok, text in checks:
+        _say(out, f"{'PASS' if ok else 'FAIL'}  {text}")
+    return all(ok for ok, _ in checks)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.pod_door", description=__doc__.splitlines()[0])
+    parser.add_argument("--creates", type=int, default=1000, help="Pod creates per burst")
+    parser.add_argument("--clients", type=int, default=10, help="parallel clients per burst")
+    parser.add_argument("--rounds", type=int, default=5, help="bursts per configuration and kind")
+    args = parser.parse_args(argv)
+    if not (1 <= args.creates <= 10000 and 1 <= args.clients <= 100 and 2 <= args.rounds <= 20):
+        parser.error("--creates must be in 1..10000, --clients in 1..100, --rounds in 2..20")
+    out = sys.stdout
+    _say(out, "machine: " + ", ".join(f"{k} {v}" for k, v in machine().items()))
+    with tempfile.TemporaryDirectory(prefix="nicguard-bench-pods-") as tmp:
+        workdir = Path(tmp)
+        plane = ControlPlane(workdir)
+        try:
+            try:
+                plane.start()
+                create_namespace(plane, NAMESPACE)
+            except (RuntimeError, OSError) as error:
+                _say(sys.stderr, f"bench.pod_door: set-up: {error}")
+                return 2
+            with contextlib.ExitStack() as stack:
+                served = stack.enter_context(file_mode_nicguard(workdir))
+                _say(out, f"control plane: {plane.versions()}")
+                client = ApiClient(
+                    "127.0.0.1", plane.port, plane.ca_file, plane.users["admin"].token
+                )
+                configs = {"nicguard": shipped_configuration(plane, served.url, served.ca_bundle)}
+                echo_url = stack.enter_context(go_echo(workdir, served.cert_dir, out))
+                if echo_url is not None:
+                    configs["go-echo"] = echo_configuration(
+                        configs["nicguard"], echo_url, served.ca_bundle
+                    )
+                switch = Switch(plane, client, configs)
+                _say(
+                    out,
+                    f"{args.rounds} round(s), each: every configuration (order rotating), under"
+                    f" each {args.creates} wired and {args.creates} unwired Pod creates from"
+                    f" {args.clients} clients; load average {load_average()}",
+                )
+                try:
+                    results = measure(plane, switch, served, args, out)
+                finally:
+                    client.close()
+                ok = report(results, out)
+        except (PodDoorError, E2EBenchError, RuntimeError, OSError, ValueError) as error:
+            _say(sys.stderr, f"bench.pod_door: {error}")
+            return 1
+        finally:
+            plane.stop()
+    _say(out, f"load average at the end: {load_average()}")
+    _say(out, "bench.pod_door: " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""The workload doors through a real apiserver serving JobSet's CRD (v0.12.0): JobSets, Jobs and
+Pods written with ``kubectl``, judged by ``workloads.nicguard.dev`` and ``pods.nicguard.dev``;
+``nicguard audit --include-workloads`` against the same cluster.
+
+No JobSet or Job controller runs: the objects are written as those controllers (and Kueue, and
+anyone with the RBAC) would write them, as admin.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Final
+
+import pytest
+
+from tests.harness import expect
+from tests.harness.audit import nicguard_audit
+from tests.harness.objects import (
+    INTERFACES,
+    RECIPE_PAIRS,
+    Obj,
+    example,
+    interfaces,
+    trainjob,
+    unique,
+)
+from tests.harness.stack import Stack
+from tests.harness.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, checked
+
+pytestmark = pytest.mark.e2e
+
+WORKLOADS: Final = "workloads.nicguard.dev"
+PODS: Final = "pods.nicguard.dev"
+JOB_SET_API: Final = "jobset.x-k8s.io/v1alpha2"
+TCPXO: Final = "torch-distributed-tcpxo"
+# eth1 and eth2 trade the recipe's gpu-nic-0 and gpu-nic-1: every pair misplaced but those two
+# Networks still the recipe's.
+SWAPPED: Final = [("eth1", "gpu-nic-1"), ("eth2", "gpu-nic-0"), *RECIPE_PAIRS[2:]]
+LOST: Final = [*RECIPE_PAIRS[:7], ("eth8", "gpu-nic-missing")]
+DEFAULT_INTERFACE: Final = "networking.gke.io/default-interface"
+CONTAINERS: Final = [{"name": "trainer", "image": "registry.example/trainer:1"}]
+
+
+def owner(kind: str, name: str, api_version: str = "batch/v1", uid: str = "") -> dict[str, Any]:
+    """The ``ownerReferences`` entry of the controller ``kind`` ``name``."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid or "4f0c2b6e-1d3a-4c5b-8e7f-9a0b1c2d3e4f",
+        "controller": True,
+    }
+
+
+def job_set(name: str, namespace: str, *, owners: list[dict[str, Any]] | None = None) -> Obj:
+    """The JobSet Trainer builds from the shipped TCPXO runtime: its replicatedJobs as the
+    runtime holds them (the recipe's wiring on the node job), suspended as Kueue queues it."""
+    runtime = example(f"cluster/{TCPXO}.yaml")
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if owners:
+        metadata["ownerReferences"] = owners
+    spec = copy.deepcopy(runtime["spec"]["template"]["spec"])
+    return {"apiVersion": JOB_SET_API, "kind": "JobSet", "metadata": metadata, "spec": spec}
+
+
+def node_template(obj: Obj) -> dict[str, Any]:
+    (node,) = (j for j in obj["spec"]["replicatedJobs"] if j["name"] == "node")
+    template: dict[str, Any] = node["template"]["spec"]["template"]
+    return template
+
+
+def wiring(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """The annotations of a wired pod: ``pairs`` after eth0, eth0 the default interface."""
+    return {INTERFACES: interfaces(pairs), DEFAULT_INTERFACE: "eth0"}
+
+
+def job(name: str, namespace: str, pairs: list[tuple[str, str]]) -> Obj:
+    annotations = wiring(pairs)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"restartPolicy": "Never", "containers": CONTAINERS},
+            },
+        },
+    }
+
+
+def pod(
+    name: str,
+    namespace: str,
+    pairs: list[tuple[str, str]] | None,
+    owners: list[dict[str, Any]] | None = None,
+) -> Obj:
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if pairs is not None:
+        metadata["annotations"] = wiring(pairs)
+    if owners:
+        metadata["ownerReferences"] = owners
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"containers": CONTAINERS},
+    }
+
+
+def test_a_queued_jobsets_swapped_interfaces_are_refused(stack: Stack, namespace: str) -> None:
+    """JobSet v0.12.0 lets a suspended JobSet's pod-template annotations change (for Kueue):
+    a merge patch that swaps two Networks' interfaces is refused; the JobSet keeps its own."""
+    name = unique("llama")
+    queued = job_set(name, namespace)
+    queued["spec"]["suspend"] = True
+    expect.allowed(stack.apply(queued, who="admin"), f"jobset.jobset.x-k8s.io/{name} created")
+    swapped = copy.deepcopy(queued["spec"]["replicatedJobs"])
+    node_template({"spec": {"replicatedJobs": swapped}})["metadata"]["annotations"][INTERFACES] = (
+        interfaces(SWAPPED)
+    )
+    patch = json.dumps({"spec": {"replicatedJobs": swapped}})
+    run = stack.kubectl(
+        "patch", "jobset", name, "-n", namespace, "--type", "merge", "-p", patch, who="admin"
+    )
+    expect.denied(
+        run,
+        f"JobSet/{namespace}/{name}",
+        "NetworkMisplaced",
+        f"JobSet {namespace}/{name}: node job: Networks on another interface than the recipe",
+        "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2)",
+        webhook=WORKLOADS,
+    )
+    kept = stack.kubectl("get", "jobset", name, "-n", namespace, "-o", "json", who="admin")
+    held = node_template(json.loads(checked(kept, "reading the JobSet").stdout))
+    original = node_template(queued)["metadata"]["annotations"][INTERFACES]
+    assert held["metadata"]["annotations"][INTERFACES] == original
+
+
+def test_a_jobset_with_an_admitted_trainjobs_wiring_is_admitted(
+    stack: Stack, namespace: str
+) -> None:
+    """A TrainJob on the shipped runtime is admitted; the JobSet Trainer then creates for it
+    (the runtime's replicatedJobs, owned by the TrainJob) is admitted too."""
+    name = unique("llama")
+    expect.allowed(stack.apply(trainjob(name, namespace, TCPXO)), "created")
+    got = stack.kubectl("get", "trainjob", name, "-n", namespace, "-o", "jsonpath={.metadata.uid}")
+    uid = checked(got, "reading the TrainJob's uid").stdout.strip()
+    produced = job_set(
+        name, namespace, owners=[owner("TrainJob", name, "trainer.kubeflow.org/v1alpha1", uid)]
+    )
+    expect.allowed(stack.apply(produced, who="admin"), f"jobset.jobset.x-k8s.io/{name} created")
+
+
+@pytest.mark.parametrize(
+    ("pairs", "code", "fragment"),
+    [
+        (SWAPPED, "NetworkMisplaced", "eth2->gpu-nic-0"),
+        (LOST, "NetworkNotFound", "gpu-nic-missing"),
+    ],
+    ids=["misplaced", "missing"],
+)
+def test_a_job_and_a_bare_pod_with_wrong_networks_are_refused(
+    stack: Stack, namespace: str, pairs: list[tuple[str, str]], code: str, fragment: str
+) -> None:
+    job_name, pod_name = unique("llama-node-0"), unique("llama-node-0-0")
+    run = stack.apply(job(job_name, namespace, pairs), who="admin")
+    subject = f"Job {namespace}/{job_name}"
+    expect.denied(run, f"Job/{namespace}/{job_name}", code, subject, fragment, webhook=WORKLOADS)
+    # As the Job controller would create it: the message names the Job it belongs to.
+    owned = pod(pod_name, namespace, pairs, owners=[owner("Job", job_name)])
+    run = stack.apply(owned, who="admin")
+    subject = f"Pod {namespace}/{pod_name} (of Job {namespace}/{job_name}): "
+    expect.denied(run, f"Pod/{namespace}/{pod_name}", code, subject, fragment, webhook=PODS)
+    bare_name = unique("bare")
+    run = stack.apply(pod(bare_name, namespace, pairs), who="admin")
+    subject = f"Pod {namespace}/{bare_name}: "
+    expect.denied(run, f"Pod/{namespace}/{bare_name}", code, subject, fragment, webhook=PODS)
+    listed = stack.kubectl("get", "pods,jobs", "-n", namespace, "-o", "name", who="admin")
+    assert checked(listed, "listing").stdout == ""
+
+
+def test_a_pod_without_the_annotation_never_reaches_nicguard(stack: Stack, namespace: str) -> None:
+    before = stack.nicguard.judged_requests()
+    plain = [pod(unique("web"), namespace, None), job(unique("batch"), namespace, [])]
+    del plain[1]["spec"]["template"]["metadata"]["annotations"]
+    unwired = job_set(unique("plain"), namespace)
+    del node_template(unwired)["metadata"]["annotations"][INTERFACES]
+    expect.allowed(stack.apply(*plain, unwired, who="admin"), "created")
+    assert stack.nicguard.judged_requests() == before
+    wired = pod(unique("wired"), namespace, list(RECIPE_PAIRS))
+    expect.allowed(stack.apply(wired, who="admin"), "created")
+    assert stack.nicguard.judged_requests() == before + 1
+
+
+def test_audit_include_workloads_names_what_runs_wired_wrong(stack: Stack, namespace: str) -> None:
+    """A Pod nicguard would refuse, created with the break-glass (as before nicguard was
+    installed), fails the audit with its owner named; the admitted JobSet passes."""
+    good = unique("llama")
+    expect.allowed(stack.apply(job_set(good, namespace), who="admin"), "created")
+    lost, job_name = unique("lost"), unique("llama-node-0")
+    broken = pod(lost, namespace, LOST, owners=[owner("Job", job_name)])
+    broken["metadata"]["labels"] = dict([BREAK_GLASS_LABEL.split("=")])
+    created = stack.plane.kubectl(
+        "admin", "create", "-f", "-", *AS_BREAK_GLASS, input=json.dumps(broken)
+    )
+    expect.allowed(created, "created")
+    run = nicguard_audit(stack.plane, "--include-workloads", "--namespace", namespace)
+    assert run.returncode == 1, expect.shown(run)
+    blocks = run.stdout.rstrip("\n").split("\n\n")
+    assert [b.splitlines()[0] for b in blocks[:-1]] == [
+        f"PASS JobSet {namespace}/{good}",
+        f"FAIL Pod {namespace}/{lost} (of Job {namespace}/{job_name})",
+    ]
+    assert "[NetworkNotFound]" in blocks[1]
+    assert "gpu-nic-missing" in blocks[1]
+    assert blocks[-1] == "2 audited, 1 pass, 0 warn, 1 fail"
