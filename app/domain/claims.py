@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from app.domain.fields import FieldPath, as_list, as_map, str_at, value_at
 
@@ -109,12 +109,24 @@ class PodClaim:
     field: str
 
 
-@dataclass(frozen=True, slots=True)
-class PodClaims:
-    """A pod template's ``spec.resourceClaims``, and where it is (or would be)."""
+_BARE_POD: Final = FieldPath()
+
+
+class PodClaims(NamedTuple):
+    """A pod template's ``spec.resourceClaims``, and where they are (or would be); a tuple:
+    built for every judged template, where a dataclass costs more."""
 
     entries: tuple[PodClaim, ...] = ()
-    field: str = ""
+    pod: FieldPath = _BARE_POD
+    """The pod template that holds them (a bare Pod: the empty path)."""
+    inherited: str | None = None
+    """Where the judged object names them when it does not hold them (a TrainJob's runtime)."""
+
+    @property
+    def field(self) -> str:
+        """Where ``spec.resourceClaims`` is, or would be (located when a rule asks: most
+        templates claim nothing and no rule needs their path)."""
+        return self.inherited or str(self.pod.child(_CLAIMS))
 
     @property
     def templates(self) -> tuple[PodClaim, ...]:
@@ -129,14 +141,19 @@ class PodClaims:
 
 
 NO_CLAIMS: Final = PodClaims()
+_CLAIMS: Final = "spec.resourceClaims"
 
 
-def pod_claims(value: object, path: FieldPath, *, inherited: str | None = None) -> PodClaims:
-    """The entries of a ``spec.resourceClaims`` value at ``path``; each located at ``inherited``
-    instead when the judged object does not hold them (a TrainJob's come from its runtime)."""
-    entries: Sequence[object] = as_list(value) or ()
+def pod_claims(value: object, pod: FieldPath, *, inherited: str | None = None) -> PodClaims:
+    """The entries of the ``spec.resourceClaims`` value of the pod template at ``pod``; each
+    located at ``inherited`` instead when the judged object does not hold them (a TrainJob's
+    come from its runtime)."""
+    entries: Sequence[object] | None = as_list(value)
+    if not entries:
+        return PodClaims((), pod, inherited)
+    path = pod.child(_CLAIMS)
     return PodClaims(
-        entries=tuple(
+        tuple(
             PodClaim(
                 name=str_at(entry, "name"),
                 template=str_at(entry, "resourceClaimTemplateName"),
@@ -146,5 +163,6 @@ def pod_claims(value: object, path: FieldPath, *, inherited: str | None = None) 
             for position, entry in enumerate(entries)
             if as_map(entry) is not None
         ),
-        field=inherited or str(path),
+        pod,
+        inherited,
     )

@@ -26,7 +26,6 @@ from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation
 from app.domain.wiring import Wiring, template_wiring
 
 DEFAULT_NAMESPACE: Final = "default"
-_RESOURCE_CLAIMS: Final = "spec.resourceClaims"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +63,7 @@ def template_subject(
 ) -> Subject:
     """A wired (or annotated) template's subject: ``wiring``, and the template's claims (each
     located at ``inherited`` when the judged object does not hold them itself)."""
-    claims = pod_claims(template.resource_claims, template.claims_path, inherited=inherited)
+    claims = pod_claims(template.resource_claims, template.path, inherited=inherited)
     return Subject(template.job, wiring, wired=wired, claims=claims)
 
 
@@ -134,8 +133,8 @@ def judge_subjects(
     )
     if named is None:
         named = len(subjects) > 1
-    at = next((s.claims.field for s in subjects if s.claims.field), _RESOURCE_CLAIMS)
-    templates = Templates(view, policy, out, at)
+    # The templates are read when a rule first needs them: most objects claim nothing.
+    templates = Templates(view, policy, out, subjects[0].claims if subjects else NO_CLAIMS)
     checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder]] = []
     placeable: list[Placeable] = []
     for subject in subjects:
@@ -151,13 +150,14 @@ def judge_subjects(
         checked.append((subject, secondaries, scoped))
         if profile is None or not subject.wired:
             placeable.append((subject.wiring, secondaries, scoped))
-        conflict = (
-            claimed_conflict(
+        if by_claim is not None:
+            conflict = bound_conflict(subject.wiring, secondaries, by_claim)
+        elif subject.claims.entries:
+            conflict = claimed_conflict(
                 subject.wiring, secondaries, subject.claims, namespace, templates.state
             )
-            if by_claim is None
-            else bound_conflict(subject.wiring, secondaries, by_claim)
-        )
+        else:
+            continue
         if conflict is not None:
             scoped.deny(conflict)
     if not checked:

@@ -37,10 +37,6 @@ class PodTemplate:
     def annotations_path(self) -> FieldPath:
         return self.path.child("metadata.annotations")
 
-    @property
-    def claims_path(self) -> FieldPath:
-        return self.path.child("spec.resourceClaims")
-
     def annotation_path(self, key: str) -> FieldPath:
         return self.annotations_path.key(key)
 

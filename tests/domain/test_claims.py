@@ -144,32 +144,40 @@ def test_a_template_lists_the_requests_of_a_class() -> None:
     assert template.describe() == "ResourceClaimTemplate ns/t"
 
 
-PATH = FieldPath("spec.resourceClaims")
+POD = FieldPath("spec.template")
+PATH = "spec.template.spec.resourceClaims"
 
 
 def test_pod_claims_are_located_by_position_and_non_maps_skipped() -> None:
     value = [by_template("t"), "text", {"name": "shared", "resourceClaimName": "c"}, {"name": 3}]
-    claims = pod_claims(value, PATH)
+    claims = pod_claims(value, POD)
     assert claims == PodClaims(
         (
-            PodClaim("rdma", "t", None, "spec.resourceClaims[0]"),
-            PodClaim("shared", None, "c", "spec.resourceClaims[2]"),
-            PodClaim(None, None, None, "spec.resourceClaims[3]"),
+            PodClaim("rdma", "t", None, f"{PATH}[0]"),
+            PodClaim("shared", None, "c", f"{PATH}[2]"),
+            PodClaim(None, None, None, f"{PATH}[3]"),
         ),
-        "spec.resourceClaims",
+        POD,
     )
+    assert claims.field == PATH
     assert claims.templates == (claims.entries[0],)
     assert claims.shared == (claims.entries[1],)
     assert claims.fingerprint() == (("rdma", "t", None), ("shared", None, "c"), (None, None, None))
 
 
-@pytest.mark.parametrize("value", [None, "text", {}])
+@pytest.mark.parametrize("value", [None, "text", {}, []])
 def test_no_list_is_no_claims(value: object) -> None:
-    assert pod_claims(value, PATH) == PodClaims((), "spec.resourceClaims")
+    claims = pod_claims(value, POD)
+    assert claims == PodClaims((), POD)
+    assert claims.field == PATH
+
+
+def test_a_bare_pods_claims_are_under_its_spec() -> None:
+    assert pod_claims(None, FieldPath()).field == "spec.resourceClaims"
 
 
 def test_inherited_claims_are_located_where_the_object_names_them() -> None:
-    claims = pod_claims([by_template()], PATH, inherited="spec.runtimeRef")
-    assert claims == PodClaims(
-        (PodClaim("rdma", "default-rdma", None, "spec.runtimeRef"),), "spec.runtimeRef"
-    )
+    claims = pod_claims([by_template()], POD, inherited="spec.runtimeRef")
+    assert claims.entries == (PodClaim("rdma", "default-rdma", None, "spec.runtimeRef"),)
+    assert claims.field == "spec.runtimeRef"
+    assert pod_claims(None, POD, inherited="spec.runtimeRef").field == "spec.runtimeRef"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.claims import PodClaims, pod_claims
-from app.domain.fields import JsonMap
+from app.domain.fields import FieldPath, JsonMap
 from app.domain.kinds import Kind
 from app.domain.slim import slim_runtime
 from app.domain.template import NODE_JOB, PodTemplate, job_template
@@ -226,7 +226,7 @@ def test_runtimes_stamped_from_one_template_share_their_wiring() -> None:
 def _claims_of(obj: JsonMap, job: str = NODE_JOB) -> PodClaims:
     found = job_template(obj, job)
     assert isinstance(found, PodTemplate)
-    return pod_claims(found.resource_claims, found.claims_path)
+    return pod_claims(found.resource_claims, found.path)
 
 
 @pytest.mark.parametrize(
@@ -262,4 +262,4 @@ def test_each_jobs_resource_claims_are_kept_as_the_rules_read_them(
 def test_a_job_without_resource_claims_keeps_no_pod_spec() -> None:
     slim = slim_runtime(runtime(jobs=[node_job(WIRED)]))
     assert _jobs(slim) == [NODE_ONLY_WIRING]
-    assert _claims_of(slim) == PodClaims((), f"{NODE_PATH}.spec.resourceClaims")
+    assert _claims_of(slim) == PodClaims((), FieldPath(NODE_PATH))

@@ -39,8 +39,8 @@ class Templates:
     view: ClusterView
     policy: Policy
     out: VerdictBuilder
-    at: str
-    """The field a ClusterStateUnavailable names."""
+    at: PodClaims
+    """The claims whose field a ClusterStateUnavailable names."""
     read: ClaimTemplates | Unverifiable | None = field(default=None, init=False)
 
     def state(self) -> ClaimTemplates | None:
@@ -51,7 +51,7 @@ class Templates:
                 cannot_decide(
                     self.out,
                     self.policy,
-                    self.at,
+                    self.at.field,
                     f"the ResourceClaimTemplates cannot be read: {read.reason}",
                 )
         return None if isinstance(read, Unverifiable) else read

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.claims import ClaimRequest, ClaimTemplate
+from app.domain.claims import ClaimRequest, ClaimTemplate, PodClaims
 from app.domain.cluster import ClaimTemplates, ClusterSnapshot, Networks, Unverifiable
+from app.domain.fields import FieldPath
 from app.domain.policy import Policy
 from app.domain.recipe import RecipeMissing
 from app.domain.rules.claims import Templates, satisfies
@@ -60,18 +61,19 @@ def _view(state: ClaimTemplates | Unverifiable) -> ClusterSnapshot:
 
 def test_templates_are_read_once_and_an_unknown_state_is_said_once() -> None:
     out = VerdictBuilder()
-    templates = Templates(_view(Unverifiable("not synced")), Policy(), out, "spec.x")
+    claims = PodClaims((), FieldPath("spec.x"))
+    templates = Templates(_view(Unverifiable("not synced")), Policy(), out, claims)
     assert templates.state() is None
     assert templates.state() is None
     assert [(v.code.value, v.field) for v in out.violations] == [
-        ("ClusterStateUnavailable", "spec.x")
+        ("ClusterStateUnavailable", "spec.x.spec.resourceClaims")
     ]
 
 
 def test_known_templates_are_answered_as_read() -> None:
     state = ClaimTemplates({("ns", "t"): ClaimTemplate("ns", "t", ())})
     out = VerdictBuilder()
-    templates = Templates(_view(state), Policy(), out, "spec.x")
+    templates = Templates(_view(state), Policy(), out, PodClaims())
     assert templates.state() is state
     assert templates.state() is state
     assert out.violations == []
