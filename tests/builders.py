@@ -338,3 +338,68 @@ def waived_codes(verdict: Verdict) -> tuple[str, ...]:
 def messages(verdict: Verdict) -> str:
     """Every denial message and warning, one per line, for fragment assertions."""
     return "\n".join([v.message for v in verdict.violations] + list(verdict.warnings))
+
+
+RESOURCE_API: Final = "resource.k8s.io/v1"
+RDMA: Final = "mrdma.google.com"
+
+
+def exactly(
+    device_class: str = RDMA,
+    *,
+    mode: str | None = "All",
+    count: object = None,
+    name: str = "rdma",
+) -> dict[str, object]:
+    """A ResourceClaimTemplate request of ``exactly`` one class (fields left out when None)."""
+    found: dict[str, object] = {"deviceClassName": device_class}
+    if mode is not None:
+        found["allocationMode"] = mode
+    if count is not None:
+        found["count"] = count
+    return {"name": name, "exactly": found}
+
+
+def first_available(*classes: str, name: str = "rdma") -> dict[str, object]:
+    return {
+        "name": name,
+        "firstAvailable": [
+            {"name": f"alt{i}", "deviceClassName": c} for i, c in enumerate(classes)
+        ],
+    }
+
+
+def claim_template(
+    name: str = "default-rdma",
+    *requests: object,
+    namespace: str | None = "team",
+) -> dict[str, object]:
+    """A ResourceClaimTemplate as the apiserver stores it (default: one request of all RDMA
+    NICs)."""
+    metadata: dict[str, object] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaimTemplate",
+        "metadata": metadata,
+        "spec": {"spec": {"devices": {"requests": list(requests or (exactly(),))}}},
+    }
+
+
+def claimed_job(
+    *claims: Mapping[str, object],
+    annotations: Mapping[str, object] | None = None,
+    name: str = "node",
+) -> dict[str, object]:
+    """A node job whose pod template has ``spec.resourceClaims`` = ``claims``."""
+    job = node_job(annotations, name=name)
+    template = job["template"]
+    assert isinstance(template, dict)
+    template["spec"]["template"]["spec"]["resourceClaims"] = [dict(c) for c in claims]
+    return job
+
+
+def by_template(template: str = "default-rdma", *, name: str = "rdma") -> dict[str, str]:
+    """A ``resourceClaims`` entry naming a ResourceClaimTemplate."""
+    return {"name": name, "resourceClaimTemplateName": template}

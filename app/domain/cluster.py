@@ -6,10 +6,11 @@ Adapters (watch caches, state files) satisfy ``ClusterView``; every answer is a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Final, Protocol
 
+from app.domain.claims import ClaimTemplate, claim_template_of
 from app.domain.fields import JsonMap, as_map, map_at, str_at
 from app.domain.kinds import Kind, trainer_kind
 from app.domain.network import (
@@ -114,6 +115,21 @@ class Networks:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimTemplates:
+    """The cluster's ResourceClaimTemplates by (namespace, name); ``served`` is False when the
+    cluster does not serve ``resource.k8s.io/v1``."""
+
+    by_key: Mapping[tuple[str, str], ClaimTemplate]
+    served: bool = True
+
+    def get(self, namespace: str, name: str) -> ClaimTemplate | None:
+        return self.by_key.get((namespace, name))
+
+
+NO_CLAIM_TEMPLATES: Final = ClaimTemplates(by_key={})
+
+
+@dataclass(frozen=True, slots=True)
 class CacheStatus:
     """What a view says of one of its sources (a watch cache, the state files): probes and
     metrics read it."""
@@ -144,6 +160,10 @@ class ClusterView(Protocol):
         """Every cached runtime (slim), for the objects that depend on a Network."""
         ...
 
+    def claim_templates(self) -> ClaimTemplates | Unverifiable:
+        """Every ResourceClaimTemplate (DRA-wired NICs), or why they are unknown."""
+        ...
+
 
 RuntimeKey = tuple[Kind, str, str]
 """(kind, namespace, name); the namespace of a ClusterTrainingRuntime is ``""``."""
@@ -160,6 +180,7 @@ class ClusterSnapshot:
     network_state: Networks | Unverifiable
     recipe_state: Recipe | RecipeMissing | Unverifiable
     runtime_state: Mapping[RuntimeKey, JsonMap] | Unverifiable
+    claim_template_state: ClaimTemplates | Unverifiable = NO_CLAIM_TEMPLATES
 
     def networks(self) -> Networks | Unverifiable:
         return self.network_state
@@ -176,6 +197,9 @@ class ClusterSnapshot:
         if isinstance(self.runtime_state, Unverifiable):
             return self.runtime_state
         return self.runtime_state.items()
+
+    def claim_templates(self) -> ClaimTemplates | Unverifiable:
+        return self.claim_template_state
 
 
 RuntimeFetch = Callable[[Kind, str, str], JsonMap | Unverifiable | None]
@@ -203,6 +227,9 @@ class WithRuntime:
 
     def runtimes(self) -> Iterable[tuple[RuntimeKey, JsonMap]] | Unverifiable:
         return self.view.runtimes()
+
+    def claim_templates(self) -> ClaimTemplates | Unverifiable:
+        return self.view.claim_templates()
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +302,8 @@ def runtime_entry(obj: object) -> tuple[RuntimeKey, JsonMap] | None:
 def snapshot_of(
     objects: Iterable[object], *, recipe_name: ObjectName, load_yaml: LoadYaml
 ) -> ClusterSnapshot:
-    """A complete view from a set of objects (file mode: the Network API counts as served).
+    """A complete view from a set of objects (file mode: the Network and resource APIs count as
+    served).
 
     Runtimes are kept slim (``slim_runtime``); ``objects`` is consumed once, so a generator
     keeps only one object whole at a time.
@@ -283,6 +311,7 @@ def snapshot_of(
     networks: dict[str, Network] = {}
     param_sets: dict[str, ParamSet] = {}
     runtimes: dict[RuntimeKey, JsonMap] = {}
+    templates: dict[tuple[str, str], ClaimTemplate] = {}
     recipe: Recipe | RecipeMissing = RecipeMissing(ref=str(recipe_name))
     for obj in objects:
         if is_network(obj):
@@ -297,9 +326,16 @@ def snapshot_of(
             recipe = recipe_of(as_map(obj) or {}, recipe_name, load_yaml)
         elif (entry := runtime_entry(obj)) is not None:
             runtimes[entry[0]] = slim_runtime(entry[1])
+        elif (template := claim_template_of(obj)) is not None:
+            templates[(template.namespace, template.name)] = template
     # A state without any param set does not describe them: their checks are skipped.
     described = param_sets or None
-    return ClusterSnapshot(Networks(by_name=networks, param_sets=described), recipe, runtimes)
+    return ClusterSnapshot(
+        Networks(by_name=networks, param_sets=described),
+        recipe,
+        runtimes,
+        ClaimTemplates(by_key=templates),
+    )
 
 
 def with_runtimes(
@@ -309,4 +345,4 @@ def with_runtimes(
     if isinstance(snapshot.runtime_state, Unverifiable):
         return snapshot
     merged = {**snapshot.runtime_state, **extra}
-    return ClusterSnapshot(snapshot.network_state, snapshot.recipe_state, merged)
+    return replace(snapshot, runtime_state=merged)

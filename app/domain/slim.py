@@ -1,5 +1,6 @@
-"""The slim copy of a runtime that caches keep: identity, binding labels and each job's name and
-wiring annotations, in a few slots and tuples, read as the JSON object they stand for.
+"""The slim copy of a runtime that caches keep: identity, binding labels and each job's name,
+wiring annotations and ``resourceClaims``, in a few slots and tuples, read as the JSON object they
+stand for.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from functools import lru_cache
 from typing import Final
 
 from app.domain.annotation import INTERFACES_ANNOTATION, WIRING_KEYS
-from app.domain.fields import JsonMap, as_list, map_at, value_at
+from app.domain.fields import JsonMap, as_list, as_map, map_at, value_at
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL
 from app.domain.template import (
     ANCESTOR_LABEL,
@@ -25,9 +26,12 @@ _SHARED: Final = 1024
 _ABSENT: Final = object()  # a key the runtime does not have (None is a value it may have)
 
 _Wiring = tuple[tuple[str, object], ...]
-_Job = tuple[str, int, _Wiring | None, bool]
+_Claims = tuple[tuple[tuple[str, str], ...] | None, ...]
+"""Each ``resourceClaims`` entry's string fields the DRA rules read (None: not a map)."""
+_Job = tuple[str, int, _Wiring | None, bool, _Claims | None]
 """(job name, position of its entry or -1, its wiring or None without a pod template, whether
-it is labelled as the trainer ancestor)."""
+it is labelled as the trainer ancestor, its pod's ``resourceClaims`` or None without any)."""
+_CLAIM_KEYS: Final = ("name", "resourceClaimTemplateName", "resourceClaimName")
 _ANCESTOR_LABELS: Final = {"labels": {ANCESTOR_LABEL: TRAINER_ANCESTOR}}
 
 _LAUNCHER_AS_NODE: Final = {"mlPolicy": {"mpi": {"runLauncherAsNode": True}}}
@@ -113,7 +117,8 @@ class SlimRuntime(Mapping[str, object]):
 
 
 def slim_runtime(runtime: JsonMap) -> JsonMap:
-    """The runtime with identity, the binding labels and each job's wiring annotations.
+    """The runtime with identity, the binding labels and each job's wiring annotations and
+    ``resourceClaims`` (the fields of each entry that name a claim).
 
     The rules see the same thing as in the whole object (``wired_templates``, with or without
     the ancestors a TrainJob's patches add; ``job_templates``' annotated ones; the labels,
@@ -172,21 +177,34 @@ def _other_name(job: object, position: int) -> str | None:
 
 def _wired_job(jobs: Sequence[object], name: str, position: int | None) -> _Job:
     if position is None:
-        return name, -1, None, False
+        return name, -1, None, False, None
     job = jobs[position]
     pod_template = map_at(job, "template", "spec", "template")
     labelled = is_trainer_ancestor(job)
     if pod_template is None:
-        return name, position, None, labelled
+        return name, position, None, labelled, None
     annotations = map_at(pod_template, "metadata", "annotations") or {}
     wiring = tuple((key, annotations[key]) for key in WIRING_KEYS if key in annotations)
-    return name, position, wiring, labelled
+    claims = as_list(value_at(pod_template, "spec", "resourceClaims"))
+    return name, position, wiring, labelled, None if claims is None else _claims(claims)
+
+
+def _claims(entries: Sequence[object]) -> _Claims:
+    # Only what the DRA rules read; a non-map entry keeps its place (fields name positions).
+    return tuple(
+        None
+        if entry is None
+        else tuple((key, value) for key in _CLAIM_KEYS if type(value := entry.get(key)) is str)
+        for entry in map(as_map, entries)
+    )
 
 
 def _is_hashable(jobs: tuple[_Job, ...]) -> bool:
     # Only string values: True == 1 == 1.0 as cache keys, and lists are not hashable, so
     # malformed annotations are kept apart.
-    return all(wiring is None or all(type(v) is str for _, v in wiring) for _, _, wiring, _ in jobs)
+    return all(
+        wiring is None or all(type(v) is str for _, v in wiring) for _, _, wiring, _, _ in jobs
+    )
 
 
 def _canonical(jobs: tuple[_Job, ...]) -> tuple[_Job, ...]:
@@ -213,9 +231,9 @@ def _shared_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
 
 
 def _build_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
-    positions = [position for _, position, _, _ in jobs]
+    positions = [position for _, position, _, _, _ in jobs]
     entries: list[object] = [None] * (max(positions, default=-1) + 1)
-    for name, position, wiring, labelled in jobs:
+    for name, position, wiring, labelled, claims in jobs:
         if position < 0:
             continue
         job: dict[str, object] = {"name": name}
@@ -223,7 +241,10 @@ def _build_spec(jobs: tuple[_Job, ...], *, launcher: bool) -> JsonMap:
         if labelled:
             template["metadata"] = _ANCESTOR_LABELS
         if wiring is not None:
-            template["spec"] = {"template": {"metadata": {"annotations": dict(wiring)}}}
+            pod: dict[str, object] = {"metadata": {"annotations": dict(wiring)}}
+            if claims is not None:
+                pod["spec"] = {"resourceClaims": [None if c is None else dict(c) for c in claims]}
+            template["spec"] = {"template": pod}
         if template:
             job["template"] = template
         entries[position] = job

@@ -30,10 +30,16 @@ class PodTemplate:
     annotations: Mapping[str, object]
     path: FieldPath
     job: str = NODE_JOB
+    resource_claims: object = None
+    """The pod's ``spec.resourceClaims`` as written (DRA-wired NICs, app/domain/claims.py)."""
 
     @property
     def annotations_path(self) -> FieldPath:
         return self.path.child("metadata.annotations")
+
+    @property
+    def claims_path(self) -> FieldPath:
+        return self.path.child("spec.resourceClaims")
 
     def annotation_path(self, key: str) -> FieldPath:
         return self.annotations_path.key(key)
@@ -217,4 +223,5 @@ def _template(job_name: str, position: int, job: object) -> PodTemplate | PodTem
         annotations=map_at(pod_template, "metadata", "annotations") or {},
         path=job_path.child("template.spec.template"),
         job=job_name,
+        resource_claims=value_at(pod_template, "spec", "resourceClaims"),
     )

@@ -16,7 +16,9 @@ from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.documents import load_yaml
 from app.domain.cluster import (
+    NO_CLAIM_TEMPLATES,
     CacheStatus,
+    ClaimTemplates,
     ClusterSnapshot,
     Networks,
     ObjectName,
@@ -199,6 +201,10 @@ class KubeClusterView:
                 return _unverifiable(cache.name, state.error)
             states.append(state.items)
         return [item for items in states for item in items.items()]
+
+    def claim_templates(self) -> ClaimTemplates | Unverifiable:
+        """No ResourceClaimTemplate is cached yet: none exists, as for a cluster without DRA."""
+        return NO_CLAIM_TEMPLATES
 
     def snapshot(self) -> ClusterSnapshot:
         """Every cache's current state at once, for a consistent audit pass (no copies)."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from app.documents import load_yaml
+from app.domain.claims import ClaimRequest, ClaimTemplate
 from app.domain.cluster import (
+    ClaimTemplates,
     ClusterSnapshot,
     Networks,
     ObjectName,
     Unverifiable,
+    WithRuntime,
     describes_param_sets,
     runtime_key,
     snapshot_of,
@@ -21,7 +24,9 @@ from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
 from tests.builders import (
     RECIPE_NAME,
+    claim_template,
     configmap,
+    exactly,
     network,
     param_set,
     plain_recipe,
@@ -229,3 +234,33 @@ def test_only_networks_without_param_sets_leave_their_checks_undescribed() -> No
     unknown = ClusterSnapshot(Unverifiable("networks cache not synced"), RecipeMissing(ref="x"), {})
     assert (describes_param_sets(described), describes_param_sets(silent)) == (True, False)
     assert describes_param_sets(unknown)  # nothing to skip: the rules say it cannot decide
+
+
+def test_resource_claim_templates_are_keyed_by_namespace_and_name() -> None:
+    snapshot = _snapshot(
+        claim_template("a", namespace="team"),
+        claim_template("a", namespace=None),
+        claim_template("b", exactly(mode=None)),
+        {**claim_template("old"), "apiVersion": "resource.k8s.io/v1beta1"},
+    )
+    templates = snapshot.claim_templates()
+    assert isinstance(templates, ClaimTemplates)
+    assert sorted(templates.by_key) == [("default", "a"), ("team", "a"), ("team", "b")]
+    assert templates.served
+    assert templates.get("team", "b") == ClaimTemplate(
+        "team", "b", (ClaimRequest("rdma", "mrdma.google.com"),)
+    )
+    assert templates.get("team", "old") is None
+
+
+def test_a_view_without_templates_has_none_and_serves_the_api() -> None:
+    snapshot = ClusterSnapshot(Networks({}), RecipeMissing("a/b"), {})
+    assert snapshot.claim_templates() == ClaimTemplates({}, served=True)
+
+
+def test_added_runtimes_and_a_fetched_runtime_keep_the_templates() -> None:
+    snapshot = _snapshot(claim_template("a"))
+    extra = with_runtimes(snapshot, {runtime_key(Kind.TRAINING_RUNTIME, "t", "x"): {}})
+    assert extra.claim_templates() == snapshot.claim_templates()
+    fetched = WithRuntime(snapshot, runtime_key(Kind.TRAINING_RUNTIME, "t", "x"), None)
+    assert fetched.claim_templates() == snapshot.claim_templates()

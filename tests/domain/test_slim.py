@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.domain.claims import PodClaims, pod_claims
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.slim import slim_runtime
@@ -12,8 +13,11 @@ from app.domain.wiring import template_wiring
 from tests.builders import (
     DEFAULT_INTERFACE,
     INTERFACES,
+    NODE_PATH,
     RECIPE_BOUND,
     TRAINER_API,
+    by_template,
+    claimed_job,
     node_job,
     runtime,
     wired,
@@ -217,3 +221,45 @@ def test_runtimes_stamped_from_one_template_share_their_wiring() -> None:
     )
     assert first["metadata"] != second["metadata"]
     assert first["spec"] is second["spec"]
+
+
+def _claims_of(obj: JsonMap, job: str = NODE_JOB) -> PodClaims:
+    found = job_template(obj, job)
+    assert isinstance(found, PodTemplate)
+    return pod_claims(found.resource_claims, found.claims_path)
+
+
+@pytest.mark.parametrize(
+    ("claims", "kept"),
+    [
+        pytest.param(
+            [by_template()],
+            [{"name": "rdma", "resourceClaimTemplateName": "default-rdma"}],
+            id="template-claim",
+        ),
+        pytest.param(
+            [{"name": "s", "resourceClaimName": "shared", "extra": "x"}, "text", {"name": 3}],
+            [{"name": "s", "resourceClaimName": "shared"}, None, {}],
+            id="only-the-fields-that-name-a-claim-non-maps-keep-their-place",
+        ),
+        pytest.param([], [], id="empty"),
+    ],
+)
+def test_each_jobs_resource_claims_are_kept_as_the_rules_read_them(
+    claims: list[object], kept: list[object]
+) -> None:
+    job = claimed_job(annotations=WIRED)
+    job["template"]["spec"]["template"]["spec"]["resourceClaims"] = claims  # type: ignore[index]
+    full = runtime(jobs=[job, claimed_job(by_template("other"), name="worker")])
+    slim = slim_runtime(full)
+    jobs = _jobs(slim)
+    assert isinstance(jobs, list)
+    assert jobs[0]["template"]["spec"]["template"]["spec"] == {"resourceClaims": kept}
+    assert _claims_of(slim) == _claims_of(full)
+    assert _claims_of(slim, "worker") == _claims_of(full, "worker")
+
+
+def test_a_job_without_resource_claims_keeps_no_pod_spec() -> None:
+    slim = slim_runtime(runtime(jobs=[node_job(WIRED)]))
+    assert _jobs(slim) == [NODE_ONLY_WIRING]
+    assert _claims_of(slim) == PodClaims((), f"{NODE_PATH}.spec.resourceClaims")

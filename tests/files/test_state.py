@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from app.domain.claims import ClaimRequest, ClaimTemplate
+from app.domain.cluster import ClaimTemplates
 from app.domain.fields import str_at
 from app.files.lists import json_list
-from app.files.state import MAX_LIST_DEPTH, StateFileError, load_objects
+from app.files.state import MAX_LIST_DEPTH, StateFileError, load_objects, state_snapshot
+from tests.builders import RECIPE_NAME, claim_template
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 NET = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "n"}}
@@ -252,3 +255,42 @@ def test_yaml_lists_nested_deeper_are_one_error_line(
         load_objects([path])
     assert str(raised.value).startswith(f"{path}: {reason}")
     assert "\n" not in str(raised.value)
+
+
+def test_resource_claim_templates_are_read_from_typed_lists_as_the_api_stores_them(
+    tmp_path: Path,
+) -> None:
+    # The raw API's typed list: items without apiVersion and kind, the first without a
+    # namespace, allocationMode or count (the defaults the apiserver would have stored).
+    items = [
+        {
+            "metadata": {"name": "a"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {"name": "r", "exactly": {"deviceClassName": "mrdma.google.com"}}
+                        ]
+                    }
+                }
+            },
+        },
+        claim_template("b", namespace="team"),
+    ]
+    listed = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplateList",
+        "items": items,
+    }
+    (tmp_path / "templates.json").write_text(json.dumps(listed))
+    view = state_snapshot(tmp_path, RECIPE_NAME, lambda _: None)
+    templates = view.claim_templates()
+    assert isinstance(templates, ClaimTemplates)
+    assert templates.served
+    assert templates.get("default", "a") == ClaimTemplate(
+        "default", "a", (ClaimRequest("r", "mrdma.google.com"),)
+    )
+    assert templates.get("team", "b") == ClaimTemplate(
+        "team", "b", (ClaimRequest("rdma", "mrdma.google.com", allocation_mode="All"),)
+    )
+    assert templates.get("team", "a") is None

@@ -174,6 +174,9 @@ class _BrokenView:
     def runtimes(self) -> Unverifiable:
         return Unverifiable("n/a")
 
+    def claim_templates(self) -> Unverifiable:
+        return Unverifiable("n/a")
+
 
 def test_a_bug_denies_in_band_and_never_returns_5xx(caplog: pytest.LogCaptureFixture) -> None:
     client, _ = make_client(_BrokenView(), Policy(recipe_runtimes=frozenset({"other"})))
