@@ -17,6 +17,7 @@ from typing import Final, TypeVar
 from app.domain.cluster import ObjectName
 from app.domain.policy import Enforcement, NotReady, OnUnverifiable, Placement, Policy, Protect
 from app.domain.policy_reports import ReportApi
+from app.domain.profiles import DRANET_PROFILES
 
 _T = TypeVar("_T")
 _E = TypeVar("_E", NotReady, OnUnverifiable, Protect, Placement, Enforcement)
@@ -67,6 +68,14 @@ POLICY_OPTIONS: Final = (
         "rdma-runtimes",
         ",".join(sorted(_POLICY.rdma_runtimes)),
         "comma list of CTR names bound to profile a4x-gb200-rdma",
+    ),
+    *(
+        Option(
+            profile.setting,
+            ",".join(sorted(profile.runtimes(_POLICY))),
+            f"comma list of CTR names bound to DRA profile {profile.name}",
+        )
+        for profile in DRANET_PROFILES
     ),
     Option(
         "not-ready", _POLICY.not_ready.value, "deny|warn: a Network that exists but is not usable"
@@ -188,6 +197,10 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         policy=Policy(
             recipe_runtimes=parse_value(raw, "recipe-runtimes", _names),
             rdma_runtimes=parse_value(raw, "rdma-runtimes", _names),
+            a3_ultra_dranet_runtimes=parse_value(raw, "a3-ultra-dranet-runtimes", _some_names),
+            a4_dranet_runtimes=parse_value(raw, "a4-dranet-runtimes", _some_names),
+            a4x_dranet_runtimes=parse_value(raw, "a4x-dranet-runtimes", _some_names),
+            a4x_max_dranet_runtimes=parse_value(raw, "a4x-max-dranet-runtimes", _some_names),
             not_ready=parse_value(raw, "not-ready", _choice(NotReady)),
             recipe_required=parse_value(raw, "recipe-required", parse_bool),
             on_unverifiable=parse_value(raw, "on-unverifiable", _choice(OnUnverifiable)),
@@ -303,10 +316,15 @@ def parse_path(value: str) -> Path | None:
 
 
 def _names(value: str) -> frozenset[str]:
-    names = frozenset(part.strip() for part in value.split(",") if part.strip())
+    names = _some_names(value)
     if not names:
         raise ValueError("expected a comma list of names")
     return names
+
+
+def _some_names(value: str) -> frozenset[str]:
+    """A comma list that may be empty (a DRA profile binds no runtime by name by default)."""
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
 
 
 def _choice(enum: type[_E]) -> Callable[[str], _E]:

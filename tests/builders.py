@@ -403,3 +403,22 @@ def claimed_job(
 def by_template(template: str = "default-rdma", *, name: str = "rdma") -> dict[str, str]:
     """A ``resourceClaims`` entry naming a ResourceClaimTemplate."""
     return {"name": name, "resourceClaimTemplateName": template}
+
+
+PROFILE: Final = "nicguard.dev/profile"
+
+
+def dra_runtime(
+    *claims: Mapping[str, object],
+    profile: str = "a4-dranet",
+    name: str = "torch-distributed-dranet",
+    kind: Kind = Kind.TRAINING_RUNTIME,
+    annotations: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """A runtime bound by label to a DRA profile whose node pod claims ``claims``."""
+    return runtime(
+        name,
+        kind=kind,
+        labels={PROFILE: profile},
+        jobs=[claimed_job(*claims, annotations=annotations)],
+    )

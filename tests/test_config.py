@@ -78,6 +78,32 @@ def test_placement_is_a_flag_and_a_variable(
 
 
 @pytest.mark.parametrize(
+    ("setting", "field"),
+    [
+        ("a3-ultra-dranet-runtimes", "a3_ultra_dranet_runtimes"),
+        ("a4-dranet-runtimes", "a4_dranet_runtimes"),
+        ("a4x-dranet-runtimes", "a4x_dranet_runtimes"),
+        ("a4x-max-dranet-runtimes", "a4x_max_dranet_runtimes"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("flag", "env", "expected"),
+    [
+        pytest.param(None, None, frozenset[str](), id="default-empty"),
+        pytest.param(None, " a, b ,", frozenset({"a", "b"}), id="env"),
+        pytest.param("c", "a", frozenset({"c"}), id="flag"),
+        pytest.param(None, " , ", frozenset[str](), id="empty-list-binds-none"),
+    ],
+)
+def test_each_dra_profile_binds_runtimes_by_a_comma_list_setting(
+    setting: str, field: str, flag: str | None, env: str | None, expected: frozenset[str]
+) -> None:
+    flags = [] if flag is None else [f"--{setting}", flag]
+    variables = {} if env is None else {"NICGUARD_" + setting.upper().replace("-", "_"): env}
+    assert getattr(_settings(*flags, env=variables).policy, field) == expected
+
+
+@pytest.mark.parametrize(
     ("flags", "env", "message"),
     [
         pytest.param(

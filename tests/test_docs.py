@@ -446,6 +446,8 @@ def test_every_setting_has_a_quoted_bad_value_or_accepts_anything() -> None:
     # Any string is accepted (files are read later; tls-key's pairing rule is quoted via tls-cert).
     anything = {"host", "state", "tls-key", "cert-dir", "service-name", "service-namespace"}
     anything |= {"client-ca", "pod-name"}
+    # A DRA profile's runtimes may be none at all (its default).
+    anything |= {f"{p}-dranet-runtimes" for p in ("a3-ultra", "a4", "a4x", "a4x-max")}
     for option in OPTIONS:
         if option.name not in anything:
             assert f"--{option.name}" in quoted or option.env in quoted, option.name

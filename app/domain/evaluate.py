@@ -44,7 +44,8 @@ def evaluate_object(
     """Judge a ClusterTrainingRuntime, TrainingRuntime or TrainJob as a CREATE; never raises."""
     if kind is Kind.TRAIN_JOB:
         return judge_trainjob(obj, namespace, view, policy)
-    return judge_runtime(kind, obj, view, policy)
+    # A TrainingRuntime's pods run in its namespace; a ClusterTrainingRuntime alone names none.
+    return judge_runtime(kind, obj, view, policy, pods_in=namespace or None)
 
 
 def _judge(review: Review, view: ClusterView, policy: Policy, assessment: Assessment) -> Verdict:

@@ -1,25 +1,32 @@
-"""Every rule on every wired template of one object: structure, the binding's expected mapping
-(or, unbound, the recipe's placement), the Networks and their param sets; the unbound rules
-(structure, placement, Networks) on every annotated template. A runtime is judged on its own
-templates; a TrainJob's are its runtime's overlaid by its patches (app/domain/trainjob.py)."""
+"""Every rule on every wired template of one object: structure, the binding's expectation (a
+mapping, or a DRA profile's claim; unbound, the recipe's placement), the Networks and their param
+sets; the unbound rules (structure, placement, Networks, a DRA claim beside Networks) on every
+annotated template. A runtime is judged on its own templates; a TrainJob's are its runtime's
+overlaid by its patches (app/domain/trainjob.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from app.domain.annotation import InterfaceRef
+from app.domain.claims import NO_CLAIMS, PodClaims, pod_claims
 from app.domain.cluster import ClusterView
-from app.domain.fields import JsonMap
+from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
-from app.domain.profiles import Binding, binding_of
+from app.domain.profiles import Binding, Profile, binding_of
 from app.domain.rules.binding import Expected, expected_mapping, recipe_divergence, unwired
+from app.domain.rules.claims import Templates, bound_conflict, claim_findings, claimed_conflict
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
 from app.domain.rules.placement import Placeable, place
 from app.domain.rules.structure import structure_of
 from app.domain.template import PodTemplate, PodTemplateMissing, job_templates
-from app.domain.verdict import Verdict, VerdictBuilder
+from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation
 from app.domain.wiring import Wiring, template_wiring
+
+DEFAULT_NAMESPACE: Final = "default"
+_RESOURCE_CLAIMS: Final = "spec.resourceClaims"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +47,25 @@ class Subject:
     wiring: Wiring
     missing: PodTemplateMissing | None = None
     wired: bool = True
+    claims: PodClaims = NO_CLAIMS
+    """The pod's ``spec.resourceClaims`` (DRA-wired NICs, docs/dra.md)."""
 
     def fingerprint(self) -> tuple[object, ...]:
         # Losing or gaining the pod template changes the wiring even when both lack annotations.
         if self.missing is not None:
             return (self.job, "no pod template")
+        if self.claims.entries:
+            return (self.job, *self.wiring.fingerprint(), self.claims.fingerprint())
         return (self.job, *self.wiring.fingerprint())
+
+
+def template_subject(
+    template: PodTemplate, wiring: Wiring, *, wired: bool = True, inherited: str | None = None
+) -> Subject:
+    """A wired (or annotated) template's subject: ``wiring``, and the template's claims (each
+    located at ``inherited`` when the judged object does not hold them itself)."""
+    claims = pod_claims(template.resource_claims, template.claims_path, inherited=inherited)
+    return Subject(template.job, wiring, wired=wired, claims=claims)
 
 
 def judge_runtime(
@@ -56,14 +76,16 @@ def judge_runtime(
     binding: Binding | None = None,
     *,
     named: bool | None = None,
+    pods_in: str | None = None,
 ) -> Evaluation:
     """Judge a ClusterTrainingRuntime or TrainingRuntime on its own wired and annotated
     templates; never raises. ``binding`` replaces its own (a runtime snapshot is bound as its
-    runtime is); ``named`` as for ``judge_subjects``."""
+    runtime is); ``named`` as for ``judge_subjects``; ``pods_in`` is the namespace its pods run
+    in when that is not its own (a runtime snapshot's TrainJob's)."""
     templates = job_templates(obj)
     subjects = tuple(
         [
-            Subject(t.job, template_wiring(t))
+            template_subject(t, template_wiring(t))
             if isinstance(t, PodTemplate)
             else Subject(t.job, Wiring(None, None, t.path), t)
             for t in templates.wired
@@ -71,7 +93,9 @@ def judge_runtime(
     )
     annotated = templates.annotated
     if annotated:
-        subjects += tuple(Subject(t.job, template_wiring(t), wired=False) for t in annotated)
+        subjects += tuple(template_subject(t, template_wiring(t), wired=False) for t in annotated)
+    if pods_in is None and kind.namespaced:
+        pods_in = str_at(obj, "metadata", "namespace") or DEFAULT_NAMESPACE
     out = VerdictBuilder()
     judge_subjects(
         subjects,
@@ -80,6 +104,7 @@ def judge_runtime(
         policy=policy,
         out=out,
         named=named,
+        namespace=pods_in,
     )
     return Evaluation(out.build(), tuple(s.fingerprint() for s in subjects))
 
@@ -92,30 +117,49 @@ def judge_subjects(
     policy: Policy,
     out: VerdictBuilder,
     named: bool | None = None,
+    namespace: str | None = None,
 ) -> None:
     """Every rule on every wired template (first in ``subjects``), the unbound ones on every
-    annotated template; findings name the job when there are several (or as ``named`` says)."""
+    annotated template; findings name the job when there are several (or as ``named`` says).
+    ``namespace`` is where the pods run (their ResourceClaimTemplates' namespace); None for a
+    ClusterTrainingRuntime alone, whose claims are judged with each TrainJob."""
     if binding.warning:
         out.note(binding.warning)
     profile = binding.profile
+    claimed = profile if profile is not None and profile.by_claim else None
     expected = (
         None
-        if profile is None
+        if profile is None or claimed is not None
         else expected_mapping(profile, subjects[0].wiring, view, policy, out)
     )
     if named is None:
         named = len(subjects) > 1
+    at = next((s.claims.field for s in subjects if s.claims.field), _RESOURCE_CLAIMS)
+    templates = Templates(view, policy, out, at)
     checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder]] = []
     placeable: list[Placeable] = []
     for subject in subjects:
         scoped = out.scoped(f"{subject.job} job: " if named else "")
         # Annotated templates are bound to nothing: no expected mapping; the recipe places them.
         bound = expected if subject.wired else None
+        by_claim = claimed if subject.wired else None
+        if by_claim is not None:
+            _judge_claims(subject, by_claim, namespace, templates, scoped)
         secondaries = _judge_template(subject, bound, out=scoped)
-        if secondaries is not None:
-            checked.append((subject, secondaries, scoped))
-            if profile is None or not subject.wired:
-                placeable.append((subject.wiring, secondaries, scoped))
+        if secondaries is None:
+            continue
+        checked.append((subject, secondaries, scoped))
+        if profile is None or not subject.wired:
+            placeable.append((subject.wiring, secondaries, scoped))
+        conflict = (
+            claimed_conflict(
+                subject.wiring, secondaries, subject.claims, namespace, templates.state
+            )
+            if by_claim is None
+            else bound_conflict(subject.wiring, secondaries, by_claim)
+        )
+        if conflict is not None:
+            scoped.deny(conflict)
     if not checked:
         return
     if placeable:
@@ -134,6 +178,28 @@ def judge_subjects(
             mismatch = device_mode_mismatch(wiring, secondaries, networks, profile)
             if mismatch is not None:
                 scoped.deny(mismatch)
+
+
+def _judge_claims(
+    subject: Subject,
+    profile: Profile,
+    namespace: str | None,
+    templates: Templates,
+    out: VerdictBuilder,
+) -> None:
+    """A DRA profile's rules on one wired template (docs/dra.md)."""
+    missing = subject.missing
+    if missing is not None:
+        out.deny(
+            Violation(
+                code=Code.NODE_JOB_MISSING,
+                field=str(missing.path),
+                message=f"bound to profile {profile.name}, but {missing.reason}, so its pods "
+                "cannot claim their NICs",
+            )
+        )
+        return
+    claim_findings(subject.claims, profile, namespace, templates.state, out)
 
 
 def _judge_template(

@@ -57,6 +57,10 @@ class Policy:
 
     recipe_runtimes: frozenset[str] = field(default=DEFAULT_RECIPE_RUNTIMES)
     rdma_runtimes: frozenset[str] = field(default=DEFAULT_RDMA_RUNTIMES)
+    a3_ultra_dranet_runtimes: frozenset[str] = frozenset()
+    a4_dranet_runtimes: frozenset[str] = frozenset()
+    a4x_dranet_runtimes: frozenset[str] = frozenset()
+    a4x_max_dranet_runtimes: frozenset[str] = frozenset()
     not_ready: NotReady = NotReady.DENY
     recipe_required: bool = True
     on_unverifiable: OnUnverifiable = OnUnverifiable.DENY

@@ -1,6 +1,7 @@
-"""Hardware profiles (docs/rules.md): which runtimes a GPU machine's wiring binds, the mapping they
-are held to (the recipe's, or a fixed list) and the GKENetworkParamSet ``deviceMode`` each Network
-needs. Data, not branches: a third profile is one more entry in ``PROFILES``.
+"""Hardware profiles (docs/rules.md): which runtimes a GPU machine's wiring binds and what they are
+held to: a mapping (the recipe's, or a fixed list) with the GKENetworkParamSet ``deviceMode`` each
+Network needs, or, for NICs wired by DRA (docs/dra.md), a claim of all the node's RDMA NICs. Data,
+not branches: another profile is one more entry in ``PROFILES``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ class Profile:
     """One machine type's wiring.
 
     ``mapping`` None means the recipe records it (§4), and the profile binds only while the
-    recipe delivers one. ``device_modes`` are (Network name pattern, required ``deviceMode``),
-    the first matching pattern deciding.
+    recipe delivers one, unless ``rdma_nics`` says the NICs are claimed by DRA instead.
+    ``device_modes`` are (Network name pattern, required ``deviceMode``), the first matching
+    pattern deciding.
     """
 
     name: str
@@ -33,10 +35,19 @@ class Profile:
     device_modes: tuple[tuple[str, str], ...]
     setting: str = ""
     """The setting ``runtimes`` reads."""
+    rdma_nics: int = 0
+    """A DRA profile's RDMA NICs per node, all of which a wired template must claim; 0: the
+    profile expects a mapping."""
+    machine: str = ""
 
     @property
     def from_recipe(self) -> bool:
-        return self.mapping is None
+        return self.mapping is None and not self.rdma_nics
+
+    @property
+    def by_claim(self) -> bool:
+        """The NICs are wired by a DRA claim, not by the interfaces annotation."""
+        return self.rdma_nics > 0
 
     def required_mode(self, network: str) -> str | None:
         """The ``deviceMode`` the profile needs behind ``network``, or None for no need."""
@@ -74,7 +85,30 @@ A4X_GB200_RDMA: Final = Profile(
     ),
     device_modes=(("gvnic-*", "NetDevice"), ("rdma-*", "RDMA")),
 )
-PROFILES: Final = (A3_MEGA_TCPXO, A4X_GB200_RDMA)
+
+
+def _dranet(
+    name: str, machine: str, nics: int, runtimes: Callable[[Policy], frozenset[str]]
+) -> Profile:
+    return Profile(
+        name=name,
+        runtimes=runtimes,
+        setting=f"{name}-runtimes",
+        mapping=None,
+        device_modes=(),
+        rdma_nics=nics,
+        machine=machine,
+    )
+
+
+# GKE's managed DRANET machines (docs/dra.md): the RDMA NICs a node publishes as mrdma.google.com.
+DRANET_PROFILES: Final = (
+    _dranet("a3-ultra-dranet", "a3-ultragpu-8g", 8, lambda p: p.a3_ultra_dranet_runtimes),
+    _dranet("a4-dranet", "a4-highgpu-8g", 8, lambda p: p.a4_dranet_runtimes),
+    _dranet("a4x-dranet", "a4x-highgpu-4g", 4, lambda p: p.a4x_dranet_runtimes),
+    _dranet("a4x-max-dranet", "a4x-maxgpu-4g-metal", 8, lambda p: p.a4x_max_dranet_runtimes),
+)
+PROFILES: Final = (A3_MEGA_TCPXO, A4X_GB200_RDMA, *DRANET_PROFILES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,10 +54,11 @@ def judge_snapshot(review: Review, view: ClusterView, policy: Policy) -> Verdict
     if old is not None and old.kind is not None and old.runtime is not None:
         old_copy = (old.kind, old.runtime)
     binding = _snapshot_binding((copy.kind, copy.runtime), old_copy, live, policy)
-    current = judge_runtime(copy.kind, copy.runtime, view, policy, binding)
+    # The copy's pods are its TrainJob's: they run in the ConfigMap's namespace.
+    current = judge_runtime(copy.kind, copy.runtime, view, policy, binding, pods_in=copy.namespace)
     verdict = current.verdict
     if review.operation is Operation.UPDATE and not verdict.allowed and old_copy is not None:
-        previous = judge_runtime(*old_copy, view, policy, binding)
+        previous = judge_runtime(*old_copy, view, policy, binding, pods_in=copy.namespace)
         if previous.fingerprint == current.fingerprint:
             verdict = grandfather(verdict, previous.verdict)
     return _in_copy(verdict, lead)

@@ -10,7 +10,13 @@ from typing import Final
 
 from app.domain.cluster import ClusterView, Unverifiable
 from app.domain.fields import FieldPath, JsonMap
-from app.domain.judge import Evaluation, Subject, judge_runtime, judge_subjects
+from app.domain.judge import (
+    Evaluation,
+    Subject,
+    judge_runtime,
+    judge_subjects,
+    template_subject,
+)
 from app.domain.kinds import runtime_ref_of
 from app.domain.policy import Policy
 from app.domain.profiles import binding_of
@@ -24,7 +30,7 @@ from app.domain.template import (
     job_templates,
 )
 from app.domain.verdict import Code, VerdictBuilder, shown
-from app.domain.wiring import patched_ancestors, patched_jobs, trainjob_wiring
+from app.domain.wiring import Wiring, patched_ancestors, patched_jobs, trainjob_wiring
 
 _RUNTIME_REF = "spec.runtimeRef"
 # What a TrainJob inherits unchanged is blamed on its runtime, except what is about the cluster
@@ -38,6 +44,7 @@ _NOT_ATTRIBUTED: Final = frozenset(
         Code.NETWORK_NOT_READY,
         Code.DEVICE_MODE_MISMATCH,
         Code.NODE_JOB_MISSING,
+        Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,
     }
 )
 
@@ -74,7 +81,7 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     templates = job_templates(runtime, ancestors=patched_ancestors(obj))
     subjects = tuple(
         [
-            Subject(t.job, trainjob_wiring(obj, t, t.job))
+            _subject(t, trainjob_wiring(obj, t, t.job))
             if isinstance(t, PodTemplate)
             else Subject(
                 t.job,
@@ -90,7 +97,7 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
         # Any other job is annotated when its effective pod annotations carry the interfaces
         # annotation: the runtime's, or what the TrainJob's own patches add.
         subjects += tuple(
-            Subject(t.job, wiring, wired=False)
+            _subject(t, wiring, wired=False)
             for t in templates.others
             for wiring in (trainjob_wiring(obj, t, t.job),)
             if wiring.wired
@@ -106,9 +113,20 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     origin = shown(f"{runtime_kind.value}/{scope}{ref.name}")
     # Messages name the job as the runtime's own verdict does, so inherited ones compare.
     by_job = len(subjects) > 1
-    judge_subjects(subjects, binding=binding, view=view, policy=policy, out=out, named=by_job)
+    judge_subjects(
+        subjects,
+        binding=binding,
+        view=view,
+        policy=policy,
+        out=out,
+        named=by_job,
+        namespace=namespace,
+    )
+    pods_in = namespace if runtime_kind.namespaced else None
     _attribute(
-        out, origin, lambda: judge_runtime(runtime_kind, runtime, view, policy, named=by_job)
+        out,
+        origin,
+        lambda: judge_runtime(runtime_kind, runtime, view, policy, named=by_job, pods_in=pods_in),
     )
     return Evaluation(
         out.build(),
@@ -118,6 +136,15 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
             tuple(d.fingerprint() for d in directives),
         ),
     )
+
+
+def _subject(template: PodTemplate, wiring: Wiring, *, wired: bool = True) -> Subject:
+    # Trainer v2.3.0's patch types cannot reach resourceClaims: the pod spec of a runtimePatches
+    # job template (and of a v2.1 podTemplateOverrides entry) has affinity, containers,
+    # imagePullSecrets, initContainers, nodeSelector, schedulingGates, securityContext,
+    # serviceAccountName, terminationGracePeriodSeconds, tolerations and volumes only. So the
+    # pods claim what the runtime's template claims, whatever a TrainJob's patches say.
+    return template_subject(template, wiring, wired=wired, inherited=_RUNTIME_REF)
 
 
 def _attribute(out: VerdictBuilder, origin: str, own: Callable[[], Evaluation]) -> None:

@@ -36,6 +36,10 @@ class Code(StrEnum):
     PATCH_DIRECTIVE_UNSUPPORTED = "PatchDirectiveUnsupported"
     RUNTIME_SNAPSHOT_INVALID = "RuntimeSnapshotInvalid"
     NETWORK_MISPLACED = "NetworkMisplaced"
+    RDMA_CLAIM_MISSING = "RdmaClaimMissing"
+    RDMA_CLAIM_MISMATCH = "RdmaClaimMismatch"
+    RESOURCE_CLAIM_TEMPLATE_NOT_FOUND = "ResourceClaimTemplateNotFound"
+    WIRING_MODE_CONFLICT = "WiringModeConflict"
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 

@@ -452,3 +452,34 @@ def test_a_construct_kubectl_may_read_otherwise_exits_two_naming_file_and_docume
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr.startswith(f"nicguard: {unsure}: {reason}")
     assert len(run.stderr.splitlines()) == 1
+
+
+DRANET = "examples/dranet/cluster"
+
+
+@pytest.mark.parametrize(
+    ("example", "codes"),
+    [
+        pytest.param("good-trainjob.yaml", set[str](), id="good"),
+        pytest.param("netdev-runtime.yaml", {"RdmaClaimMissing"}, id="netdev"),
+        pytest.param("one-nic-runtime.yaml", {"RdmaClaimMismatch"}, id="one-nic"),
+        pytest.param(
+            "other-namespace-trainjob.yaml", {"ResourceClaimTemplateNotFound"}, id="team-b"
+        ),
+        pytest.param("annotated-and-claimed-runtime.yaml", {"WiringModeConflict"}, id="both"),
+    ],
+)
+def test_every_dranet_example_produces_its_code(example: str, codes: set[str]) -> None:
+    run = nicguard(
+        "check", "--state", DRANET, "--output", "json", f"examples/dranet/objects/{example}"
+    )
+    assert run.returncode == (1 if codes else 0), run.stdout
+    found = {v["code"] for r in json.loads(run.stdout)["results"] for v in r["violations"]}
+    assert found == codes
+    assert run.stderr == ""
+
+
+def test_the_dranet_cluster_runtime_alone_is_allowed() -> None:
+    run = nicguard("check", "--state", DRANET, f"{DRANET}/torch-distributed-dranet.yaml")
+    assert run.returncode == 0, run.stdout
+    assert run.stdout.splitlines()[0] == "ALLOWED ClusterTrainingRuntime torch-distributed-dranet"

@@ -10,6 +10,7 @@ import pytest
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
+from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.verdict import Code
 from tests.builders import (
@@ -18,7 +19,12 @@ from tests.builders import (
     INTERFACES,
     PAIRS,
     RDMA_RUNTIME,
+    by_template,
+    claim_template,
+    claimed_job,
     codes,
+    dra_runtime,
+    exactly,
     gb200,
     network,
     review,
@@ -124,6 +130,24 @@ CASES = {
         runtime(annotations=wired()),
         snapshot(recipe={"tcpxoInterfaces": "[]"}),
         ("RecipeInvalid",),
+    ),
+    Code.RDMA_CLAIM_MISSING: Case(dra_runtime(), snapshot(), ("RdmaClaimMissing",)),
+    Code.RDMA_CLAIM_MISMATCH: Case(
+        dra_runtime(by_template()),
+        snapshot(claim_template("default-rdma", exactly(mode="ExactCount", count=1))),
+        ("RdmaClaimMismatch",),
+    ),
+    Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND: Case(
+        dra_runtime(by_template()), snapshot(), ("ResourceClaimTemplateNotFound",)
+    ),
+    Code.WIRING_MODE_CONFLICT: Case(
+        runtime(
+            "plain",
+            jobs=[claimed_job(by_template(), annotations=wired())],
+            kind=Kind.TRAINING_RUNTIME,
+        ),
+        snapshot(claim_template()),
+        ("WiringModeConflict",),
     ),
     Code.CLUSTER_STATE_UNAVAILABLE: Case(
         runtime("plain", annotations=wired()),

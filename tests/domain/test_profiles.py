@@ -168,7 +168,8 @@ def test_an_unknown_profile_label_binds_nothing_and_names_the_known_ones() -> No
     assert found.profile is None
     assert found.warning == (
         f"label {PROFILE_LABEL}: a3-high-tcpx names no known profile "
-        "(known: a3-mega-tcpxo, a4x-gb200-rdma); the wiring is checked without a profile"
+        "(known: a3-mega-tcpxo, a4x-gb200-rdma, a3-ultra-dranet, a4-dranet, a4x-dranet, "
+        "a4x-max-dranet); the wiring is checked without a profile"
     )
     verdict = evaluate(review(obj), gb200(), Policy())
     assert verdict.allowed
@@ -192,9 +193,17 @@ def test_the_required_device_mode_is_the_first_matching_pattern(
 
 
 def test_profiles_are_a_table_with_distinct_names() -> None:
-    assert [p.name for p in PROFILES] == ["a3-mega-tcpxo", "a4x-gb200-rdma"]
+    assert [p.name for p in PROFILES] == [
+        "a3-mega-tcpxo",
+        "a4x-gb200-rdma",
+        "a3-ultra-dranet",
+        "a4-dranet",
+        "a4x-dranet",
+        "a4x-max-dranet",
+    ]
     assert A3_MEGA_TCPXO.from_recipe
     assert not A4X_GB200_RDMA.from_recipe
+    assert not any(p.by_claim for p in PROFILES[:2])
 
 
 def judged(obj: dict[str, object], view: object = None, policy: Policy | None = None) -> Verdict:

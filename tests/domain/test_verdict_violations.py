@@ -32,6 +32,10 @@ def test_the_violation_codes_are_exactly_the_spec_list() -> None:
         "PatchDirectiveUnsupported",
         "RuntimeSnapshotInvalid",
         "NetworkMisplaced",
+        "RdmaClaimMissing",
+        "RdmaClaimMismatch",
+        "ResourceClaimTemplateNotFound",
+        "WiringModeConflict",
         "ClusterStateUnavailable",
     ]
 

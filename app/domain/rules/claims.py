@@ -1,0 +1,218 @@
+"""NICs by DRA claim (docs/dra.md): a template bound to a DRA profile claims all its node's RDMA
+NICs through a ResourceClaimTemplate of the namespace its pods run in (RdmaClaimMissing,
+RdmaClaimMismatch, ResourceClaimTemplateNotFound), and no template both claims them and maps
+secondary interfaces to Networks (WiringModeConflict), bound or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.domain.annotation import InterfaceRef
+from app.domain.claims import (
+    ALL,
+    EXACT_COUNT,
+    RDMA_CLASS,
+    RESOURCE_API,
+    ClaimTemplate,
+    PodClaim,
+    PodClaims,
+)
+from app.domain.cluster import ClaimTemplates, ClusterView, Unverifiable
+from app.domain.policy import Policy
+from app.domain.profiles import Profile
+from app.domain.rules import cannot_decide
+from app.domain.verdict import Code, VerdictBuilder, Violation, shown
+from app.domain.wiring import Wiring
+
+_CONFLICT = (
+    "GKE's DRANET driver and Device-type Networks must not manage the same NICs: wire them one way"
+)
+
+
+@dataclass(slots=True)
+class Templates:
+    """The view's ResourceClaimTemplates, read once per judged object when a rule needs them;
+    when they cannot be had, that is said once (ClusterStateUnavailable)."""
+
+    view: ClusterView
+    policy: Policy
+    out: VerdictBuilder
+    at: str
+    """The field a ClusterStateUnavailable names."""
+    read: ClaimTemplates | Unverifiable | None = field(default=None, init=False)
+
+    def state(self) -> ClaimTemplates | None:
+        read = self.read
+        if read is None:
+            read = self.read = self.view.claim_templates()
+            if isinstance(read, Unverifiable):
+                cannot_decide(
+                    self.out,
+                    self.policy,
+                    self.at,
+                    f"the ResourceClaimTemplates cannot be read: {read.reason}",
+                )
+        return None if isinstance(read, Unverifiable) else read
+
+
+def satisfies(template: ClaimTemplate, nics: int) -> bool:
+    """Exactly one request of RDMA NICs, for all of them."""
+    (requested, *more) = template.requesting(RDMA_CLASS) or (None,)
+    if requested is None or more or requested.first_available:
+        return False
+    return requested.allocation_mode == ALL or (
+        requested.allocation_mode == EXACT_COUNT and requested.count == nics
+    )
+
+
+def claim_findings(
+    claims: PodClaims,
+    profile: Profile,
+    namespace: str | None,
+    templates: Callable[[], ClaimTemplates | None],
+    out: VerdictBuilder,
+) -> None:
+    """What a wired template bound to the DRA ``profile`` claims, judged where its pods run
+    (``namespace``; None for a ClusterTrainingRuntime alone, judged with each TrainJob)."""
+    bound = f"bound to profile {profile.name} ({profile.rdma_nics} RDMA NICs per node)"
+    if not claims.entries:
+        out.deny(_missing(claims.field, f"{bound}, but the pod template has no resourceClaims"))
+        return
+    named = claims.templates
+    if namespace is None:
+        return
+    if not named:
+        _unclaimed(claims, bound, [], out)
+        return
+    state = templates()
+    if state is None:
+        return
+    if not state.served:
+        out.deny(
+            Violation(
+                code=Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,
+                field=named[0].field,
+                message=f"{bound}, but the cluster does not serve {RESOURCE_API}, so no "
+                f"ResourceClaimTemplate it names ({_names(named)}) can exist",
+            )
+        )
+        return
+    found = [(e, state.get(namespace, e.template or "")) for e in named]
+    if any(t is not None and satisfies(t, profile.rdma_nics) for _, t in found):
+        return
+    absent = [e for e, t in found if t is None]
+    if absent:
+        out.deny(
+            Violation(
+                code=Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,
+                field=absent[0].field,
+                message=f"{bound}, but ResourceClaimTemplate {_names(absent)} does not exist in "
+                f"namespace {shown(namespace)}, and no template it names claims the NICs",
+            )
+        )
+        return
+    present = [(e, t) for e, t in found if t is not None]
+    _unclaimed(claims, bound, present, out, nics=profile.rdma_nics)
+
+
+def _unclaimed(
+    claims: PodClaims,
+    bound: str,
+    present: list[tuple[PodClaim, ClaimTemplate]],
+    out: VerdictBuilder,
+    *,
+    nics: int = 0,
+) -> None:
+    """No template claims the NICs: what the present ones ask for instead, a shared claim, or
+    nothing of the class at all."""
+    asking = [(e, t) for e, t in present if t.requesting(RDMA_CLASS)]
+    for entry, template in asking:
+        requests = template.requesting(RDMA_CLASS)
+        what = (
+            f"{len(requests)} requests of {RDMA_CLASS}"
+            if len(requests) > 1
+            else requests[0].describe()
+        )
+        out.deny(
+            Violation(
+                code=Code.RDMA_CLAIM_MISMATCH,
+                field=entry.field,
+                message=f"{bound}, but {shown(template.describe())} requests {what}: request "
+                f"exactly one {RDMA_CLASS}, allocationMode All or ExactCount count {nics}",
+            )
+        )
+    if asking:
+        return
+    shared = claims.shared
+    if shared:
+        out.deny(
+            Violation(
+                code=Code.RDMA_CLAIM_MISMATCH,
+                field=shared[0].field,
+                message=f"{bound}, but it claims only ResourceClaim {shown(shared[0].claim or '')}"
+                ", shared by every pod naming it: a node's NICs are its own pod's; name a "
+                "ResourceClaimTemplate",
+            )
+        )
+        return
+    out.deny(
+        _missing(
+            claims.field,
+            f"{bound}, but no ResourceClaimTemplate it names requests {RDMA_CLASS} devices",
+        )
+    )
+
+
+def _missing(field: str, message: str) -> Violation:
+    return Violation(
+        code=Code.RDMA_CLAIM_MISSING,
+        field=field,
+        message=f"{message}: its pods would run NCCL on the gVNIC",
+    )
+
+
+def _names(entries: list[PodClaim] | tuple[PodClaim, ...]) -> str:
+    return ", ".join(shown(e.template or "") for e in entries)
+
+
+def bound_conflict(
+    wiring: Wiring, secondaries: tuple[InterfaceRef, ...], profile: Profile
+) -> Violation | None:
+    """A template bound to a DRA profile maps secondary interfaces to Networks."""
+    if not secondaries:
+        return None
+    return Violation(
+        code=Code.WIRING_MODE_CONFLICT,
+        field=wiring.entry_path(1),
+        message=f"bound to profile {profile.name}, whose NICs are claimed by DRA, but the "
+        f"interfaces annotation maps {secondaries[0].pair()} too; {_CONFLICT}",
+    )
+
+
+def claimed_conflict(
+    wiring: Wiring,
+    secondaries: tuple[InterfaceRef, ...],
+    claims: PodClaims,
+    namespace: str | None,
+    templates: Callable[[], ClaimTemplates | None],
+) -> Violation | None:
+    """An unbound template that maps secondary interfaces to Networks and claims RDMA NICs by a
+    ResourceClaimTemplate of the namespace its pods run in."""
+    named = claims.templates
+    if not secondaries or not named or namespace is None:
+        return None
+    state = templates()
+    if state is None:
+        return None
+    for entry in named:
+        template = state.get(namespace, entry.template or "")
+        if template is not None and template.requesting(RDMA_CLASS):
+            return Violation(
+                code=Code.WIRING_MODE_CONFLICT,
+                field=wiring.entry_path(1),
+                message=f"the interfaces annotation maps {secondaries[0].pair()}, and the pod "
+                f"claims {RDMA_CLASS} devices by {shown(template.describe())}; {_CONFLICT}",
+            )
+    return None
