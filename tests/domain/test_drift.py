@@ -46,6 +46,7 @@ from tests.builders import (
     Pair,
     bound,
     by_template,
+    claim_template,
     claimed_job,
     mpi_runtime,
     network,
@@ -1029,3 +1030,20 @@ def test_a_runtime_change_moves_it_in_and_out_of_the_claim_template_index() -> N
     assert book.affected(change, {}) == {tr("claiming")}
     applied(book, Change(runtimes=frozenset({tr("claiming")})), cluster())
     assert book.affected(change, {}) == set()
+
+
+def test_a_deleted_claim_template_fails_the_dra_bound_runtime_naming_it() -> None:
+    labels = {"nicguard.dev/profile": "a4-dranet"}
+    claiming = runtime(
+        "claiming", kind=TR, labels=labels, jobs=[claimed_job(by_template("default-rdma"))]
+    )
+    book = primed(cluster(claiming, claim_template()))
+    assert book.standings == {tr("claiming"): PASSING}
+    change = Change(claim_templates=frozenset({("team", "default-rdma")}))
+    (transition,) = applied(book, change, cluster(claiming))
+    assert (transition.key, transition.before) == (tr("claiming"), PASSING)
+    assert transition.after is not None
+    assert transition.after.codes == (Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,)
+    assert applied(book, change, cluster(claiming, claim_template())) == [
+        Transition(tr("claiming"), transition.after, PASSING)
+    ]
