@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from app.cli import main
 from tests.harness.procs import free_ports, wait_until
@@ -45,7 +46,10 @@ def _get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, str]:
 
 
 def _post_review(url: str, context: ssl.SSLContext, name: str) -> dict[str, Any]:
-    body = (ROOT / "examples" / "reviews" / f"{name}.json").read_bytes()
+    return _post(url, context, (ROOT / "examples" / "reviews" / f"{name}.json").read_bytes())
+
+
+def _post(url: str, context: ssl.SSLContext, body: bytes) -> dict[str, Any]:
     request = urllib.request.Request(  # noqa: S310 - a loopback https URL
         url, data=body, headers={"Content-Type": "application/json"}, method="POST"
     )
@@ -55,10 +59,13 @@ def _post_review(url: str, context: ssl.SSLContext, name: str) -> dict[str, Any]
 
 
 def _serve_while(
-    tmp_path: Path, visit: Callable[[str, str, ssl.SSLContext], dict[str, Any]]
+    tmp_path: Path,
+    visit: Callable[[str, str, ssl.SSLContext], dict[str, Any]],
+    state: Path = ROOT / "examples" / "cluster",
 ) -> dict[str, Any]:
-    """``nicguard serve`` on the example state in this process while ``visit(webhook URL, probes
-    URL, TLS context)`` runs in a thread once it is ready; SIGTERM then; what ``visit`` saw."""
+    """``nicguard serve`` on the example state (or ``state``) in this process while
+    ``visit(webhook URL, probes URL, TLS context)`` runs in a thread once it is ready; SIGTERM
+    then; what ``visit`` saw."""
     port, probe_port = free_ports(2)
     seen: dict[str, Any] = {}
 
@@ -81,7 +88,7 @@ def _serve_while(
         [
             "serve",
             "--state",
-            str(ROOT / "examples" / "cluster"),
+            str(state),
             "--cert-dir",
             str(tmp_path / "certs"),
             "--host",
@@ -161,3 +168,43 @@ def test_serve_with_enforcement_warn_allows_what_it_would_deny_over_tls(
 def _audited(scraped: tuple[int, str]) -> tuple[int, str] | None:
     """The scrape once the audit has judged the example state's runtimes, else None."""
     return scraped if 'nicguard_audit_runtimes{result="pass"} 2.0' in scraped[1] else None
+
+
+DRANET = ROOT / "examples" / "dranet"
+
+
+def _review_of(path: Path) -> bytes:
+    """A CREATE AdmissionReview of the Trainer object in ``path``, as the apiserver sends it."""
+    obj = yaml.safe_load(path.read_text())
+    review = json.loads((ROOT / "examples" / "reviews" / "drifted-runtime.json").read_text())
+    request = review["request"]
+    kind, metadata = obj["kind"], obj["metadata"]
+    request["kind"] = request["requestKind"] = {**request["kind"], "kind": kind}
+    plural = f"{kind.lower()}s"
+    request["resource"] = request["requestResource"] = {**request["resource"], "resource": plural}
+    request["name"], request["namespace"] = metadata["name"], metadata.get("namespace", "")
+    request["object"] = obj
+    return json.dumps(review).encode()
+
+
+def test_serve_in_file_mode_judges_dra_claims_with_the_states_templates(
+    tmp_path: Path, restored_process_state: None
+) -> None:
+    objects = sorted((DRANET / "objects").glob("*.yaml"))
+
+    def visit(url: str, _probes: str, context: ssl.SSLContext) -> dict[str, Any]:
+        return {path.name: _post(url, context, _review_of(path)) for path in objects}
+
+    seen = _serve_while(tmp_path, visit, DRANET / "cluster")
+    causes = {
+        name: [c["reason"] for c in response.get("status", {}).get("details", {}).get("causes", [])]
+        for name, response in seen.items()
+    }
+    assert causes == {
+        "annotated-and-claimed-runtime.yaml": ["WiringModeConflict"],
+        "good-trainjob.yaml": [],
+        "netdev-runtime.yaml": ["RdmaClaimMissing"],
+        "one-nic-runtime.yaml": ["RdmaClaimMismatch"],
+        "other-namespace-trainjob.yaml": ["ResourceClaimTemplateNotFound"],
+    }
+    assert seen["good-trainjob.yaml"]["allowed"] is True

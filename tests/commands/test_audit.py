@@ -374,3 +374,33 @@ def test_an_empty_namespace_is_a_usage_error(capsys: pytest.CaptureFixture[str])
         main(["audit", "--namespace", " "])
     assert raised.value.code == 2
     assert "argument --namespace: expected a namespace" in capsys.readouterr().err
+
+
+def test_the_dranet_state_judges_its_training_runtimes_with_their_templates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/dranet/cluster with the one-NIC and netdev runtimes of team-a in it: their
+    templates are the state's; the ClusterTrainingRuntime alone claims, and passes."""
+    dranet = ROOT / "examples" / "dranet"
+    for path in (*(dranet / "cluster").iterdir(), dranet / "objects" / "one-nic-runtime.yaml"):
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "netdev.yaml").write_text((dranet / "objects" / "netdev-runtime.yaml").read_text())
+    code, out, err = audit(capsys, "--state", str(tmp_path))
+    assert (code, err) == (1, "")
+    blocks = out.rstrip("\n").split("\n\n")
+    assert [block.splitlines()[:2] for block in blocks[:-1]] == [
+        ["PASS ClusterTrainingRuntime torch-distributed-dranet"],
+        [
+            "FAIL TrainingRuntime team-a/torch-netdev",
+            "  [RdmaClaimMissing] bound to profile a4-dranet (8 RDMA NICs per node), but no "
+            "ResourceClaimTemplate it names requests mrdma.google.com devices: its pods would "
+            "run NCCL on the gVNIC",
+        ],
+        [
+            "FAIL TrainingRuntime team-a/torch-one-nic",
+            "  [RdmaClaimMismatch] bound to profile a4-dranet (8 RDMA NICs per node), but "
+            "ResourceClaimTemplate team-a/rdma-one-nic requests 1 mrdma.google.com device: "
+            "request exactly one mrdma.google.com, allocationMode All or ExactCount count 8",
+        ],
+    ]
+    assert blocks[-1] == "3 audited, 1 pass, 0 warn, 2 fail"

@@ -430,30 +430,21 @@ def test_a_trainjob_is_judged_with_its_runtimes_claims_in_its_namespace(
         assert message in messages(verdict)
 
 
+def _nested(value: object, *keys: str) -> dict[str, object]:
+    for key in reversed(keys):
+        value = {key: value}
+    assert isinstance(value, dict)
+    return value
+
+
 def test_trainjob_patches_cannot_reach_the_claims() -> None:
     # Trainer v2.3.0's patch types have no resourceClaims: the runtime's claims are what run.
     runtime_obj = dra_runtime(kind=CTR)
     job = trainjob("torch-distributed-dranet")
-    job["spec"]["runtimePatches"] = [  # type: ignore[index]
-        {
-            "trainingRuntimeSpec": {
-                "template": {
-                    "spec": {
-                        "replicatedJobs": [
-                            {
-                                "name": "node",
-                                "template": {
-                                    "spec": {
-                                        "template": {"spec": {"resourceClaims": [by_template()]}}
-                                    }
-                                },
-                            }
-                        ]
-                    }
-                }
-            }
-        }
-    ]
+    claims = _nested({"resourceClaims": [by_template()]}, "template", "spec", "template", "spec")
+    node = {"name": "node", **claims}
+    patch = _nested([node], "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+    job["spec"]["runtimePatches"] = [patch]  # type: ignore[index]
     verdict = judged(job, view=snapshot(runtime_obj, claim_template()))
     assert codes(verdict) == ("RdmaClaimMissing",)
 

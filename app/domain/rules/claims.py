@@ -90,26 +90,20 @@ def claim_findings(
     if state is None:
         return
     if not state.served:
-        out.deny(
-            Violation(
-                code=Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,
-                field=named[0].field,
-                message=f"{bound}, but the cluster does not serve {RESOURCE_API}, so no "
-                f"ResourceClaimTemplate it names ({_names(named)}) can exist",
-            )
-        )
+        why = f"the cluster does not serve {RESOURCE_API}, so no ResourceClaimTemplate it names"
+        out.deny(_not_found(named[0], f"{bound}, but {why} ({_names(named)}) can exist"))
         return
     found = [(e, state.get(namespace, e.template or "")) for e in named]
     if any(t is not None and satisfies(t, profile.rdma_nics) for _, t in found):
         return
     absent = [e for e, t in found if t is None]
     if absent:
+        where = f"does not exist in namespace {shown(namespace)}"
         out.deny(
-            Violation(
-                code=Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,
-                field=absent[0].field,
-                message=f"{bound}, but ResourceClaimTemplate {_names(absent)} does not exist in "
-                f"namespace {shown(namespace)}, and no template it names claims the NICs",
+            _not_found(
+                absent[0],
+                f"{bound}, but ResourceClaimTemplate {_names(absent)} {where}, and no template "
+                "it names claims the NICs",
             )
         )
         return
@@ -162,6 +156,12 @@ def _unclaimed(
             claims.field,
             f"{bound}, but no ResourceClaimTemplate it names requests {RDMA_CLASS} devices",
         )
+    )
+
+
+def _not_found(entry: PodClaim, message: str) -> Violation:
+    return Violation(
+        code=Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND, field=entry.field, message=message
     )
 
 
