@@ -57,8 +57,9 @@ AT_10K: Final = (
     Shape(2_500, 5_000, varied=False, layout=Layout.JSON_LIST),
     Shape(1_000, 8_000, varied=True, layout=Layout.JSON_LIST),
     Shape(2_500, 5_000, varied=True, layout=Layout.JSON_LIST),
+    Shape(1_000, 5_000, varied=False, layout=Layout.JSON_LIST, templates=3_000),
 )
-GROWN: Final = (AT_10K[4], AT_10K[5])
+GROWN: Final = (AT_10K[4], AT_10K[5], AT_10K[6])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """Cluster states of any size and shape for the scale benchmarks: how many Networks (each with its
-GKENetworkParamSet) and runtimes, wired alike or each its own way, in which file layout.
+GKENetworkParamSet), runtimes (wired alike or each its own way, or by DRA claims) and
+ResourceClaimTemplates, in which file layout.
 
 Runtimes are copies of AICR's ``torch-distributed-tcpxo`` (``bench.state``). "Varied" wiring gives
 every runtime its own mapping over the existing Networks: no two share a tuple of names, an
@@ -16,7 +17,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
-from bench.state import EXAMPLES, generated_networks, generated_runtimes, load_one
+from app.domain.policy import PROFILE_LABEL
+from bench.state import (
+    EXAMPLES,
+    generated_claim_templates,
+    generated_networks,
+    generated_runtimes,
+    load_one,
+)
 
 INTERFACES: Final = "networking.gke.io/interfaces"
 _PER_FILE: Final = 1_000
@@ -31,25 +39,37 @@ class Layout(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """``networks`` Networks and as many param sets, ``runtimes`` runtimes."""
+    """``networks`` Networks and as many param sets, ``runtimes`` runtimes, ``templates``
+    ResourceClaimTemplates (with any, the runtimes are wired by claiming them instead)."""
 
     networks: int
     runtimes: int
     varied: bool
     layout: Layout
+    templates: int = 0
 
     @property
     def objects(self) -> int:
-        return 2 * self.networks + self.runtimes
+        return 2 * self.networks + self.runtimes + self.templates
 
     def scaled(self, factor: int) -> Shape:
-        return Shape(self.networks * factor, self.runtimes * factor, self.varied, self.layout)
+        return Shape(
+            self.networks * factor,
+            self.runtimes * factor,
+            self.varied,
+            self.layout,
+            self.templates * factor,
+        )
 
     def describe(self) -> str:
         wiring = "each wired its own way" if self.varied else "one wiring"
+        if self.templates:
+            wiring = "each claiming one of the templates"
         parts = [f"{self.networks:,} Networks + {self.networks:,} param sets"]
         if self.runtimes:
             parts.append(f"{self.runtimes:,} runtimes ({wiring})")
+        if self.templates:
+            parts.append(f"{self.templates:,} ResourceClaimTemplates")
         return f"{' + '.join(parts)}, {self.layout.value}"
 
 
@@ -58,7 +78,8 @@ def write_shape(shape: Shape, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     objects = itertools.chain(
         generated_networks(shape.networks),
-        _runtimes(shape.runtimes, shape.networks, varied=shape.varied),
+        _runtimes(shape.runtimes, shape.networks, varied=shape.varied, templates=shape.templates),
+        generated_claim_templates(shape.templates),
     )
     if shape.layout is Layout.JSON_LIST:
         _write_list(target / "state.json", objects)
@@ -69,9 +90,26 @@ def write_shape(shape: Shape, target: Path) -> None:
             _write_stream(target / f"state-{part:03d}.yaml", chunk)
 
 
-def _runtimes(count: int, networks: int, *, varied: bool) -> Iterator[dict[str, object]]:
+def _runtimes(
+    count: int, networks: int, *, varied: bool, templates: int
+) -> Iterator[dict[str, object]]:
     template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
-    yield from wired_runtimes(generated_runtimes(template, count), 0, networks, varied=varied)
+    wired = wired_runtimes(generated_runtimes(template, count), 0, networks, varied=varied)
+    yield from wired if not templates else _claiming(wired, templates)
+
+
+def _claiming(runtimes: Iterable[dict[str, object]], templates: int) -> Iterator[dict[str, object]]:
+    """Each runtime wired by DRA instead: bound to ``a4-dranet`` by label, no interfaces
+    annotation, its node pods claiming a generated template of their own (runtime ``n`` claims
+    template ``n % templates``: in its namespace when ``templates`` is a multiple of theirs)."""
+    for number, runtime in enumerate(runtimes):
+        runtime["metadata"]["labels"][PROFILE_LABEL] = "a4-dranet"  # type: ignore[index]
+        pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]  # type: ignore[index]
+        del pod["template"]["metadata"]["annotations"][INTERFACES]
+        pod["template"]["spec"]["resourceClaims"] = [
+            {"name": "rdma", "resourceClaimTemplateName": f"rdma-{number % templates:05d}"}
+        ]
+        yield runtime
 
 
 def wired_runtimes(

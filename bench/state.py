@@ -156,6 +156,24 @@ def generated_runtimes(
         yield runtime
 
 
+def generated_claim_templates(count: int, start: int = 0) -> Iterator[dict[str, object]]:
+    """``count`` ResourceClaimTemplates ``rdma-<number>`` (numbered from ``start``) over the team
+    namespaces, as cluster-toolkit's ``default-rdma``: every RDMA NIC, or eight by count."""
+    for number in range(start, start + count):
+        exactly: dict[str, object] = {"deviceClassName": "mrdma.google.com"}
+        exactly.update({"allocationMode": "All"} if number % 2 else {"count": 8})
+        yield {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {
+                "name": f"rdma-{number:05d}",
+                "namespace": f"team-{number % NAMESPACES:02d}",
+                "resourceVersion": str(300_000 + number),
+            },
+            "spec": {"spec": {"devices": {"requests": [{"name": "rdma", "exactly": exactly}]}}},
+        }
+
+
 def _write_chunks(target: Path, stem: str, objects: Iterable[dict[str, object]]) -> None:
     chunk: list[str] = []
     part = 0

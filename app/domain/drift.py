@@ -15,15 +15,17 @@ from functools import lru_cache
 from typing import Final
 
 from app.domain.annotation import INTERFACES_ANNOTATION, AnnotationSyntaxError, parse_interfaces
+from app.domain.claims import pod_claims
 from app.domain.cluster import ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
+from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.review import Operation, Review
 from app.domain.rules.binding import recipe_candidate
 from app.domain.rules.placement import placed_networks
-from app.domain.template import interfaces_annotations
+from app.domain.template import PodTemplate, interfaces_annotations, job_templates
 from app.domain.verdict import Code, Verdict, Violation
 
 
@@ -99,6 +101,19 @@ def named_networks(runtime: JsonMap) -> tuple[str, ...]:
     return tuple(sorted(sys.intern(name) for name in names))
 
 
+def named_claim_templates(runtime: JsonMap) -> tuple[str, ...]:
+    """Every ResourceClaimTemplate the pod templates of a runtime's jobs name, sorted, each once."""
+    templates = job_templates(runtime)
+    names = {
+        claim.template
+        for template in (*templates.wired, *templates.others)
+        if isinstance(template, PodTemplate) and template.resource_claims is not None
+        for claim in pod_claims(template.resource_claims, template.path).templates
+        if claim.template
+    }
+    return tuple(sorted(sys.intern(name) for name in names))
+
+
 @lru_cache(maxsize=1024)
 def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
     """The first of equal name tuples recently seen: runtimes stamped from one template share it."""
@@ -114,17 +129,22 @@ class Change:
     networks: frozenset[str] = frozenset()
     recipe: bool = False
     everything: bool = False
+    claim_templates: frozenset[tuple[str, str]] = frozenset()
+    """ResourceClaimTemplates by (namespace, name)."""
 
     def __or__(self, other: Change) -> Change:
         return Change(
-            self.runtimes | other.runtimes,
-            self.networks | other.networks,
-            self.recipe or other.recipe,
-            self.everything or other.everything,
+            runtimes=self.runtimes | other.runtimes,
+            networks=self.networks | other.networks,
+            recipe=self.recipe or other.recipe,
+            everything=self.everything or other.everything,
+            claim_templates=self.claim_templates | other.claim_templates,
         )
 
     def __bool__(self) -> bool:
-        return bool(self.runtimes or self.networks or self.recipe or self.everything)
+        return bool(
+            self.runtimes or self.networks or self.recipe or self.everything or self.claim_templates
+        )
 
 
 EVERYTHING: Final = Change(everything=True)
@@ -142,7 +162,7 @@ class Transition:
 
 def complete(view: ClusterSnapshot) -> Mapping[RuntimeKey, JsonMap] | Unverifiable:
     """The view's runtimes when every part of it is known, else why not."""
-    for state in (view.network_state, view.recipe_state):
+    for state in (view.network_state, view.recipe_state, view.claim_template_state):
         if isinstance(state, Unverifiable):
             return state
     return view.runtime_state
@@ -166,6 +186,9 @@ class DriftBook:
     tuple). Nothing indexes the other way: a Network change scans these, ~10 ms per 100,000
     runtimes, where an index per Network cost 1 KB per runtime wired its own way (BENCHMARKS.md,
     memory)."""
+    _claiming: dict[RuntimeKey, tuple[str, ...]] = field(default_factory=dict)
+    """A TrainingRuntime -> the ResourceClaimTemplates of its namespace it names (a
+    ClusterTrainingRuntime's are judged with each TrainJob, never with the runtime)."""
     _bound: set[RuntimeKey] = field(default_factory=set)
     _listing: set[RuntimeKey] = field(default_factory=set)
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
@@ -194,6 +217,13 @@ class DriftBook:
             keys.update(key for key, names in self._named.items() if not changed.isdisjoint(names))
         if change.networks:
             keys |= self._listing
+        if change.claim_templates:
+            templates = change.claim_templates
+            keys.update(
+                key
+                for key, names in self._claiming.items()
+                if any((key[1], name) in templates for name in names)
+            )
         return keys
 
     def to_judge(
@@ -260,6 +290,15 @@ class DriftBook:
             self._named[key] = _shared_names(names)
         else:
             self._named.pop(key, None)
+        claimed = (
+            named_claim_templates(runtime)
+            if runtime is not None and key[0] is Kind.TRAINING_RUNTIME
+            else ()
+        )
+        if claimed:
+            self._claiming[key] = _shared_names(claimed)
+        else:
+            self._claiming.pop(key, None)
         if runtime is not None and recipe_candidate(key[0], runtime, self.policy):
             self._bound.add(key)
         else:

@@ -1,4 +1,5 @@
-"""Kubernetes-mode ``ClusterView``: watch caches of Networks, the recipe ConfigMap and runtimes.
+"""Kubernetes-mode ``ClusterView``: watch caches of Networks, the recipe ConfigMap, runtimes and
+ResourceClaimTemplates.
 
 Every answer is read from a cache's current state; nothing here calls the API per request.
 """
@@ -15,6 +16,13 @@ from typing import Any, Final
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.documents import load_yaml
+from app.domain.claims import (
+    CLAIM_TEMPLATE_KIND,
+    DEFAULT_NAMESPACE,
+    RESOURCE_API,
+    ClaimTemplate,
+    claim_template_of,
+)
 from app.domain.cluster import (
     NO_CLAIM_TEMPLATES,
     CacheStatus,
@@ -50,6 +58,8 @@ PARAM_SET_PLURAL: Final = "gkenetworkparamsets"
 RUNTIME_GET_SECONDS: Final = 1.0
 CLUSTER_RUNTIME_PLURAL: Final = "clustertrainingruntimes"
 RUNTIME_PLURAL: Final = "trainingruntimes"
+CLAIM_TEMPLATE_GROUP, CLAIM_TEMPLATE_VERSION = RESOURCE_API.split("/")
+CLAIM_TEMPLATE_PLURAL: Final = "resourceclaimtemplates"
 # Never read by the rules, yet often the bulk of an object: dropped to keep RSS low (BENCHMARKS.md).
 
 
@@ -67,6 +77,8 @@ class Sources:
     get_runtime: Callable[[Kind, str, str], object] | None = None
     param_sets: ListWatch | None = None
     """GKENetworkParamSets; None: the view does not describe them (their checks are skipped)."""
+    claim_templates: ListWatch | None = None
+    """ResourceClaimTemplates; None: the view has none, as a cluster without DRA."""
 
 
 class KubeClusterView:
@@ -112,13 +124,27 @@ class KubeClusterView:
                 pacing=pacing,
             )
         )
-        caches: tuple[WatchCache[Any, Any], ...] = (
+        self._claim_templates = (
+            None
+            if sources.claim_templates is None
+            else WatchCache[tuple[str, str], ClaimTemplate](
+                name=CLAIM_TEMPLATE_PLURAL,
+                resource=f"{CLAIM_TEMPLATE_PLURAL}.{CLAIM_TEMPLATE_GROUP}",
+                source=sources.claim_templates,
+                key=_claim_template_key,
+                convert=_claim_template,
+                pacing=pacing,
+            )
+        )
+        caches: tuple[WatchCache[Any, Any] | None, ...] = (
             self._networks,
             self._recipe,
             self._cluster_runtimes,
             self._runtimes,
+            self._param_sets,
+            self._claim_templates,
         )
-        self._all = caches if self._param_sets is None else (*caches, self._param_sets)
+        self._all = tuple(cache for cache in caches if cache is not None)
         self._last_networks: (
             tuple[Mapping[str, Network], CacheState[str, ParamSet] | None, Networks] | None
         ) = None
@@ -152,6 +178,9 @@ class KubeClusterView:
             runtimes=source(TRAINER_GROUP, TRAINER_VERSION, RUNTIME_PLURAL, slim_runtime),
             get_runtime=partial(_get_runtime, CustomObjectsApi(_one_attempt(api_client))),
             param_sets=source(NETWORK_GROUP, NETWORK_VERSION, PARAM_SET_PLURAL),
+            claim_templates=source(
+                CLAIM_TEMPLATE_GROUP, CLAIM_TEMPLATE_VERSION, CLAIM_TEMPLATE_PLURAL
+            ),
         )
         return cls(sources, recipe_name=recipe_name, pacing=pacing)
 
@@ -203,8 +232,14 @@ class KubeClusterView:
         return [item for items in states for item in items.items()]
 
     def claim_templates(self) -> ClaimTemplates | Unverifiable:
-        """No ResourceClaimTemplate is cached yet: none exists, as for a cluster without DRA."""
-        return NO_CLAIM_TEMPLATES
+        """Every cached ResourceClaimTemplate by (namespace, name); none, not served, when the
+        cluster does not serve ``resource.k8s.io/v1``."""
+        if self._claim_templates is None:
+            return NO_CLAIM_TEMPLATES
+        state = self._claim_templates.state
+        if not state.synced:
+            return _unverifiable(self._claim_templates.name, state.error)
+        return ClaimTemplates(by_key=state.items, served=state.served)
 
     def snapshot(self) -> ClusterSnapshot:
         """Every cache's current state at once, for a consistent audit pass (no copies)."""
@@ -213,7 +248,7 @@ class KubeClusterView:
         for cache, state in ((self._cluster_runtimes, cluster), (self._runtimes, namespaced)):
             if not state.synced:
                 runtimes = _unverifiable(cache.name, state.error)
-        return ClusterSnapshot(self.networks(), self.recipe(), runtimes)
+        return ClusterSnapshot(self.networks(), self.recipe(), runtimes, self.claim_templates())
 
     def subscribe(self, listener: Callable[[Change], None]) -> None:
         """Hear every cache change as the audit's ``Change`` (on the caches' threads)."""
@@ -237,9 +272,14 @@ class KubeClusterView:
             if named:
                 listener(Change(networks=named))
 
+        def claim_templates(keys: frozenset[tuple[str, str]] | None) -> None:
+            listener(EVERYTHING if keys is None else Change(claim_templates=keys))
+
         self._networks.subscribe(networks)
         if self._param_sets is not None:
             self._param_sets.subscribe(param_sets)
+        if self._claim_templates is not None:
+            self._claim_templates.subscribe(claim_templates)
         self._recipe.subscribe(recipe)
         self._cluster_runtimes.subscribe(runtimes)
         self._runtimes.subscribe(runtimes)
@@ -365,6 +405,16 @@ def _unverifiable(cache: str, error: str | None) -> Unverifiable:
 
 def _name(obj: JsonMap) -> str | None:
     return str_at(obj, "metadata", "name")
+
+
+def _claim_template_key(obj: JsonMap) -> tuple[str, str] | None:
+    name = _name(obj)
+    return (str_at(obj, "metadata", "namespace") or DEFAULT_NAMESPACE, name) if name else None
+
+
+def _claim_template(obj: JsonMap) -> ClaimTemplate | None:
+    # The items of a LIST of a built-in resource carry no apiVersion and kind.
+    return claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
 
 
 def _recipe(configmap: JsonMap, *, name: ObjectName) -> Recipe | None:

@@ -253,6 +253,7 @@ UNNAMED: Final = {
         for group, resources in (
             ("networking.gke.io", ("networks", "gkenetworkparamsets")),
             ("trainer.kubeflow.org", ("clustertrainingruntimes", "trainingruntimes")),
+            ("resource.k8s.io", ("resourceclaimtemplates",)),
         )
         for resource in resources
         for verb in ("get", "list", "watch")

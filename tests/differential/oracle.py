@@ -84,6 +84,20 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class Patchable:
+    """What Trainer v2.3.0's TrainJob type can carry: the JSON fields of the pod-spec patch a
+    runtimePatch reaches and of its (init) container patches, and every path under ``spec`` typed
+    as a pod's claim (``PodResourceClaim``) or a container's reference to one
+    (``ResourceClaim``)."""
+
+    pod_spec: frozenset[str]
+    container: frozenset[str]
+    init_container: frozenset[str]
+    pod_claims: tuple[str, ...]
+    container_claims: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Documents:
     """The JSON documents kubectl sends for a file, and the error it stops on (the documents
     before it are sent all the same)."""
@@ -204,6 +218,22 @@ class Oracle:
         text = answer["yaml"]
         assert isinstance(text, str)
         return text
+
+    def patchable(self) -> Patchable:
+        """Trainer v2.3.0's patch types, read by reflection."""
+        answer = self._ask({"op": "patchable"})
+        assert "error" not in answer, answer
+
+        def names(key: str) -> tuple[str, ...]:
+            return tuple(str(name) for name in _list(answer.get(key)))
+
+        return Patchable(
+            pod_spec=frozenset(names("podSpec")),
+            container=frozenset(names("container")),
+            init_container=frozenset(names("initContainer")),
+            pod_claims=names("podClaims"),
+            container_claims=names("containerClaims"),
+        )
 
     def close(self) -> None:
         stdin, _ = self._pipes()

@@ -27,6 +27,7 @@ from app.domain.drift import (
     Transition,
     complete,
     judge,
+    named_claim_templates,
     named_networks,
     standing_of,
 )
@@ -44,6 +45,9 @@ from tests.builders import (
     TCPXO_RUNTIME,
     Pair,
     bound,
+    by_template,
+    claim_template,
+    claimed_job,
     mpi_runtime,
     network,
     node_job,
@@ -428,6 +432,12 @@ A, B = ctr("a"), ctr("b")
             id="everything-right",
         ),
         pytest.param(EVERYTHING, Change(), EVERYTHING, id="everything-left"),
+        pytest.param(
+            Change(claim_templates=frozenset({("team", "a")})),
+            Change(claim_templates=frozenset({("team", "b")}), recipe=True),
+            Change(claim_templates=frozenset({("team", "a"), ("team", "b")}), recipe=True),
+            id="claim-templates-unite",
+        ),
     ],
 )
 def test_changes_accumulate_with_or(left: Change, right: Change, expected: Change) -> None:
@@ -442,6 +452,7 @@ def test_changes_accumulate_with_or(left: Change, right: Change, expected: Chang
         pytest.param(Change(runtimes=frozenset({A})), True, id="a-runtime"),
         pytest.param(Change(networks=frozenset({"net-a"})), True, id="a-network"),
         pytest.param(Change(recipe=True), True, id="the-recipe"),
+        pytest.param(Change(claim_templates=frozenset({("t", "n")})), True, id="a-claim-template"),
         pytest.param(EVERYTHING, True, id="everything"),
     ],
 )
@@ -458,7 +469,10 @@ def test_everything_is_only_the_everything_flag() -> None:
 LOST = Unverifiable("cache lost")
 
 
-@pytest.mark.parametrize("part", ["network_state", "recipe_state", "runtime_state"])
+PARTS = ("network_state", "recipe_state", "runtime_state", "claim_template_state")
+
+
+@pytest.mark.parametrize("part", PARTS)
 def test_a_view_with_an_unknown_part_is_not_complete(part: str) -> None:
     assert complete(replace(cluster(naming("a")), **{part: LOST})) is LOST
 
@@ -805,7 +819,7 @@ def test_runtimes_naming_the_same_networks_share_one_name_tuple() -> None:
 # -- DriftBook: a partial view changes nothing -------------------------------------------------
 
 
-@pytest.mark.parametrize("part", ["network_state", "recipe_state", "runtime_state"])
+@pytest.mark.parametrize("part", PARTS)
 def test_a_partial_view_returns_why_and_changes_nothing(part: str) -> None:
     book = primed(cluster(*FIVE, down=["net-a"]))
     standings, results, codes = (
@@ -944,3 +958,92 @@ def test_to_judge_lists_what_is_affected_in_key_order() -> None:
     assert book.to_judge(EVERYTHING, runtimes) == sorted(book.affected(EVERYTHING, runtimes))
     network = Change(networks=frozenset({"net-a", "net-b"}))
     assert book.to_judge(network, runtimes) == sorted(book.affected(network, runtimes))
+
+
+# -- DriftBook: ResourceClaimTemplates ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("jobs", "expected"),
+    [
+        pytest.param([node_job()], (), id="no-claims"),
+        pytest.param([claimed_job(by_template("rdma"))], ("rdma",), id="node"),
+        pytest.param(
+            [
+                claimed_job(by_template("rdma"), by_template("imex", name="channel")),
+                claimed_job(by_template("rdma"), name="launcher"),
+            ],
+            ("imex", "rdma"),
+            id="each-once-sorted",
+        ),
+        pytest.param(
+            [node_job(), claimed_job(by_template("other"), name="dataset-initializer")],
+            ("other",),
+            id="another-job",
+        ),
+        pytest.param(
+            [claimed_job({"name": "shared", "resourceClaimName": "c"}, {"name": "x"})],
+            (),
+            id="no-template-named",
+        ),
+    ],
+)
+def test_named_claim_templates_are_those_any_pod_template_names(
+    jobs: list[object], expected: tuple[str, ...]
+) -> None:
+    assert named_claim_templates(runtime("r", kind=TR, jobs=jobs)) == expected
+
+
+CLAIMING = runtime("claiming", kind=TR, jobs=[claimed_job(by_template("default-rdma"))])
+ELSEWHERE = runtime(
+    "elsewhere", kind=TR, namespace="other", jobs=[claimed_job(by_template("default-rdma"))]
+)
+CLUSTER_WIDE = runtime("cluster-wide", jobs=[claimed_job(by_template("default-rdma"))])
+IMEX_ONLY = runtime("imex", kind=TR, jobs=[claimed_job(by_template("imex-channel"))])
+
+
+def test_a_claim_template_change_rejudges_the_training_runtimes_of_its_namespace_naming_it() -> (
+    None
+):
+    view = cluster(CLAIMING, ELSEWHERE, CLUSTER_WIDE, IMEX_ONLY, PLAIN)
+    book = primed(view)
+    runtimes = runtimes_of(view)
+
+    def affected(*templates: tuple[str, str]) -> set[RuntimeKey]:
+        return book.affected(Change(claim_templates=frozenset(templates)), runtimes)
+
+    assert affected(("team", "default-rdma")) == {tr("claiming")}
+    assert affected(("other", "default-rdma")) == {(TR, "other", "elsewhere")}
+    assert affected(("team", "imex-channel"), ("other", "imex-channel")) == {tr("imex")}
+    # A ClusterTrainingRuntime names no namespace: its templates are judged with each TrainJob.
+    assert affected(("", "default-rdma"), ("team", "unnamed")) == set()
+
+
+def test_a_runtime_change_moves_it_in_and_out_of_the_claim_template_index() -> None:
+    book = primed(cluster(CLAIMING))
+    change = Change(claim_templates=frozenset({("team", "default-rdma")}))
+    assert book.affected(change, {}) == {tr("claiming")}
+    unclaimed = runtime("claiming", kind=TR)
+    applied(book, Change(runtimes=frozenset({tr("claiming")})), cluster(unclaimed))
+    assert book.affected(change, {}) == set()
+    applied(book, Change(runtimes=frozenset({tr("claiming")})), cluster(CLAIMING))
+    assert book.affected(change, {}) == {tr("claiming")}
+    applied(book, Change(runtimes=frozenset({tr("claiming")})), cluster())
+    assert book.affected(change, {}) == set()
+
+
+def test_a_deleted_claim_template_fails_the_dra_bound_runtime_naming_it() -> None:
+    labels = {"nicguard.dev/profile": "a4-dranet"}
+    claiming = runtime(
+        "claiming", kind=TR, labels=labels, jobs=[claimed_job(by_template("default-rdma"))]
+    )
+    book = primed(cluster(claiming, claim_template()))
+    assert book.standings == {tr("claiming"): PASSING}
+    change = Change(claim_templates=frozenset({("team", "default-rdma")}))
+    (transition,) = applied(book, change, cluster(claiming))
+    assert (transition.key, transition.before) == (tr("claiming"), PASSING)
+    assert transition.after is not None
+    assert transition.after.codes == (Code.RESOURCE_CLAIM_TEMPLATE_NOT_FOUND,)
+    assert applied(book, change, cluster(claiming, claim_template())) == [
+        Transition(tr("claiming"), transition.after, PASSING)
+    ]

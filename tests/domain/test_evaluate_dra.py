@@ -11,7 +11,7 @@ from app.documents import load_yaml
 from app.domain.cluster import ClaimTemplates, ClusterSnapshot, Unverifiable
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
-from app.domain.kinds import Kind, Protected
+from app.domain.kinds import Copy, Kind
 from app.domain.policy import OnUnverifiable, Policy
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
@@ -165,7 +165,7 @@ CASES = {
     "missing-templates-beside-a-mismatch": Case(
         dra_runtime(by_template("imex-channel", name="imex"), by_template(), by_template("x")),
         (claim_template("default-rdma", exactly(mode=None)),),
-        ("ResourceClaimTemplateNotFound",),
+        ("ResourceClaimTemplateNotFound", "RdmaClaimMismatch"),
         "ResourceClaimTemplate imex-channel, x does not exist",
         f"{CLAIMS}[0]",
     ),
@@ -468,7 +468,7 @@ def test_a_runtime_snapshot_of_a_cluster_runtime_is_judged_in_its_trainjobs_name
     assert owner is not None
     request = Review(
         operation=Operation.CREATE,
-        kind=Protected.RUNTIME_SNAPSHOT,
+        kind=Copy.RUNTIME_SNAPSHOT,
         namespace="team",
         obj=configmap,
         snapshot=read_snapshot(configmap, owner, load_yaml),

@@ -86,6 +86,8 @@ ALLOWED = [
     ("watch", "gkenetworkparamsets.networking.gke.io"),
     ("list", "clustertrainingruntimes.trainer.kubeflow.org"),
     ("get", "configmaps/nicguard-recipe"),
+    ("list", "resourceclaimtemplates.resource.k8s.io"),
+    ("watch", "resourceclaimtemplates.resource.k8s.io"),
 ]
 DENIED = [
     ("list", "secrets"),
@@ -101,6 +103,9 @@ DENIED = [
     ("update", "configmaps/nicguard-recipe"),
     ("delete", "gkenetworkparamsets.networking.gke.io"),
     ("update", "gkenetworkparamsets.networking.gke.io"),
+    ("create", "resourceclaimtemplates.resource.k8s.io"),
+    ("delete", "resourceclaimtemplates.resource.k8s.io"),
+    ("list", "resourceclaims.resource.k8s.io"),
 ]
 
 

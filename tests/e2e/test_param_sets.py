@@ -41,10 +41,8 @@ from tests.harness.stack import Stack, populate, ready_network, running
 from tests.harness.state import (
     NETWORKS,
     PARAM_SETS,
-    Run,
     checked,
     delete_past_nicguard,
-    eventually,
     set_status,
 )
 
@@ -79,20 +77,9 @@ def subject(obj: Obj) -> str:
     return f"TrainingRuntime/{obj['metadata']['namespace']}/{obj['metadata']['name']}"
 
 
-def judged(stack: Stack, obj: Obj, until: str) -> Run:
-    """A server dry run of ``obj`` repeated until stderr shows ``until`` ("" for: allowed);
-    nicguard's caches follow the param sets by watch."""
-    if until:
-        return eventually(lambda: stack.apply(obj, dry_run=True), lambda run: until in run.stderr)
-    return eventually(
-        lambda: stack.apply(obj, dry_run=True),
-        lambda run: run.returncode == 0 and not run.stderr,
-    )
-
-
 def admit(stack: Stack, obj: Obj) -> Obj:
     """``obj`` created for real once a dry run is allowed (its Networks and param sets in use)."""
-    judged(stack, obj, "")
+    stack.judged(obj, "")
     expect.allowed(
         stack.apply(obj), f"trainingruntime.trainer.kubeflow.org/{obj['metadata']['name']} created"
     )
@@ -115,7 +102,7 @@ def test_a_runtime_is_allowed_once_its_networks_param_set_is_ready(
     set_status(stack.plane, NETWORKS, net, conditions(ready=True))
     obj = wired(namespace, net)
     expect.denied(
-        judged(stack, obj, f"GKENetworkParamSet {net}: "),
+        stack.judged(obj, f"GKENetworkParamSet {net}: "),
         subject(obj),
         NOT_READY,
         f"Networks exist but are not Ready/bound: eth1->{net} "
@@ -136,7 +123,7 @@ def test_a_param_set_turning_not_ready_makes_its_network_unusable(
     set_status(stack.plane, PARAM_SETS, net, broken(net))
     try:
         message = expect.denied(
-            judged(stack, again, f"[{NOT_READY}]"),
+            stack.judged(again, f"[{NOT_READY}]"),
             subject(again),
             NOT_READY,
             f"Networks exist but are not Ready/bound: eth1->{net} "
@@ -145,7 +132,7 @@ def test_a_param_set_turning_not_ready_makes_its_network_unusable(
         assert net not in message.partition("(usable on cluster: ")[2], message
     finally:
         set_status(stack.plane, PARAM_SETS, net, param_set_status(net, ready=True))
-    judged(stack, again, "")  # Ready again: usable again
+    stack.judged(again, "")  # Ready again: usable again
 
 
 def test_a_deleted_param_set_leaves_its_network_unusable_until_recreated(
@@ -165,7 +152,7 @@ def test_a_deleted_param_set_leaves_its_network_unusable_until_recreated(
     delete_past_nicguard(stack.plane, PARAM_SETS, net)  # in use: only the break-glass deletes it
     try:
         expect.denied(
-            judged(stack, again, f"[{NOT_READY}]"),
+            stack.judged(again, f"[{NOT_READY}]"),
             subject(again),
             NOT_READY,
             f"Networks exist but are not Ready/bound: eth1->{net} "
@@ -174,7 +161,7 @@ def test_a_deleted_param_set_leaves_its_network_unusable_until_recreated(
     finally:
         checked(stack.apply(param_set(net), who="admin"), "recreating the param set")
         set_status(stack.plane, PARAM_SETS, net, param_set_status(net, ready=True))
-    judged(stack, again, "")  # recreated and Ready: usable again
+    stack.judged(again, "")  # recreated and Ready: usable again
 
 
 def audit_shows(stack: Stack, failing: int) -> bool:

@@ -30,7 +30,7 @@ from tests.harness.audit import (
 from tests.harness.objects import Obj, param_set_status, unique
 from tests.harness.procs import wait_until
 from tests.harness.stack import Stack, ready_network, running
-from tests.harness.state import PARAM_SETS, Run, checked, create_namespace, eventually, set_status
+from tests.harness.state import PARAM_SETS, checked, create_namespace, set_status
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -78,27 +78,15 @@ def gb200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield started
 
 
-def judged(stack: Stack, obj: Obj, until: str) -> Run:
-    """A server dry run repeated until stderr shows ``until`` ("" for: allowed cleanly)."""
-    if until:
-        return eventually(
-            lambda: stack.apply(obj, dry_run=True, who="admin"), lambda r: until in r.stderr
-        )
-    return eventually(
-        lambda: stack.apply(obj, dry_run=True, who="admin"),
-        lambda r: r.returncode == 0 and not r.stderr,
-    )
-
-
 def test_aicrs_rdma_runtime_is_allowed_on_a_correctly_wired_gb200_cluster(gb200: Stack) -> None:
-    run = judged(gb200, aicr_runtime(), "")
+    run = gb200.judged(aicr_runtime(), "", who="admin")
     expect.allowed(run, "created (server dry run)")
 
 
 def test_swapping_rdma_1_and_rdma_2_diverges_from_the_profile(gb200: Stack) -> None:
-    judged(gb200, aicr_runtime(), "")  # the caches hold the Networks
+    gb200.judged(aicr_runtime(), "", who="admin")  # the caches hold the Networks
     expect.denied(
-        judged(gb200, swapped(aicr_runtime()), "[MappingDivergesFromProfile]"),
+        gb200.judged(swapped(aicr_runtime()), "[MappingDivergesFromProfile]", who="admin"),
         SUBJECT,
         "MappingDivergesFromProfile",
         "at position eth3 the object maps eth3->rdma-2 but the profile records eth3->rdma-1 "
@@ -109,7 +97,7 @@ def test_swapping_rdma_1_and_rdma_2_diverges_from_the_profile(gb200: Stack) -> N
 def test_a_param_set_in_netdevice_mode_behind_rdma_2_is_a_device_mode_mismatch(
     gb200: Stack,
 ) -> None:
-    judged(gb200, aicr_runtime(), "")
+    gb200.judged(aicr_runtime(), "", who="admin")
     patch = ["patch", PARAM_SETS, "rdma-2", "--type=merge"]
     checked(
         gb200.kubectl(*patch, "-p", '{"spec":{"deviceMode":"NetDevice"}}', who="admin"),
@@ -117,7 +105,7 @@ def test_a_param_set_in_netdevice_mode_behind_rdma_2_is_a_device_mode_mismatch(
     )
     try:
         expect.denied(
-            judged(gb200, aicr_runtime(), "[DeviceModeMismatch]"),
+            gb200.judged(aicr_runtime(), "[DeviceModeMismatch]", who="admin"),
             SUBJECT,
             "DeviceModeMismatch",
             "eth4->rdma-2: GKENetworkParamSet rdma-2 has deviceMode NetDevice, "
@@ -128,7 +116,7 @@ def test_a_param_set_in_netdevice_mode_behind_rdma_2_is_a_device_mode_mismatch(
             gb200.kubectl(*patch, "-p", '{"spec":{"deviceMode":"RDMA"}}', who="admin"),
             "switching rdma-2's param set back to RDMA",
         )
-    judged(gb200, aicr_runtime(), "")
+    gb200.judged(aicr_runtime(), "", who="admin")
 
 
 def test_a_trainjob_remapping_the_runtimes_nics_is_denied_and_the_audit_follows_param_sets(
@@ -137,7 +125,7 @@ def test_a_trainjob_remapping_the_runtimes_nics_is_denied_and_the_audit_follows_
     """The runtime is created for real; a TrainJob patching its node wiring is held to the
     runtime's profile; rdma-3's param set turning NotReady makes the runtime's audit result
     fail with a WiringDrift Event, and Ready again restores it."""
-    judged(gb200, aicr_runtime(), "")
+    gb200.judged(aicr_runtime(), "", who="admin")
     expect.allowed(
         gb200.apply(aicr_runtime(), who="admin"),
         f"clustertrainingruntime.trainer.kubeflow.org/{NAME} created",
@@ -181,7 +169,7 @@ def test_a_trainjob_remapping_the_runtimes_nics_is_denied_and_the_audit_follows_
         },
     }
     expect.denied(
-        judged(gb200, job, "[MappingDivergesFromProfile]"),
+        gb200.judged(job, "[MappingDivergesFromProfile]", who="admin"),
         f"TrainJob/{namespace}/{job['metadata']['name']}",
         "MappingDivergesFromProfile",
         "eth3->rdma-2 but the profile records eth3->rdma-1 (profile a4x-gb200-rdma)",

@@ -68,6 +68,18 @@ class Stack:
     def kubectl(self, *args: str, who: str = "alice") -> Run:
         return self.plane.kubectl(who, *args)
 
+    def judged(self, obj: dict[str, Any], until: str, *, who: str = "alice") -> Run:
+        """A server dry run of ``obj`` as ``who``, repeated until stderr shows ``until`` ("" for:
+        allowed without a warning): nicguard's caches follow what was just written by watch."""
+        if until:
+            return eventually(
+                lambda: self.apply(obj, dry_run=True, who=who), lambda run: until in run.stderr
+            )
+        return eventually(
+            lambda: self.apply(obj, dry_run=True, who=who),
+            lambda run: run.returncode == 0 and not run.stderr,
+        )
+
 
 @contextlib.contextmanager
 def running(

@@ -13,7 +13,7 @@ from immutables import Map
 from kubernetes.client import ApiException
 
 from app.domain.annotation import InterfaceRef
-from app.domain.cluster import ClusterView, Networks, ObjectName, Unverifiable
+from app.domain.cluster import ClaimTemplates, ClusterView, Networks, ObjectName, Unverifiable
 from app.domain.drift import EVERYTHING, Change
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
@@ -281,6 +281,8 @@ def test_from_api_client_lists_and_watches_through_the_generated_client() -> Non
             wait_for(lambda: len(getattr(view.networks(), "by_name", {})) == 3)
             assert view.recipe() == RecipeMissing(ref=str(RECIPE))
             assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "torch") is None
+            wait_for(lambda: view.claim_templates() == ClaimTemplates(by_key=Map()))
+            assert "/apis/resource.k8s.io/v1/resourceclaimtemplates" in dict(server.queries)
             wait_for(
                 lambda: isinstance(view.runtime(Kind.TRAINING_RUNTIME, "a", "b"), Unverifiable)
             )

@@ -11,7 +11,8 @@
 //	     after Trainer's own merge of runtimePatches (v2.3) or podTemplateOverrides (v2.1).
 //	{"id":3,"op":"versions"} -> the modules this binary was built with.
 //
-// The YAML ops (snapshot, yaml2json, marshal) are in yaml.go. Objects given as JSON are decoded
+// The YAML ops (snapshot, yaml2json, marshal) are in yaml.go; what a TrainJob's patches can
+// carry (patchable) is in patchable.go. Objects given as JSON are decoded
 // as Trainer's client decodes what the apiserver stored (case-sensitive field names, unknown
 // fields dropped as the CRD's structural schema prunes them).
 package main
@@ -178,6 +179,8 @@ func answer(line []byte) any {
 		return yamlToJSON(req.ID, *req.YAML)
 	case "marshal":
 		return marshal(req.ID, req.Runtime)
+	case "patchable":
+		return patchable(req.ID)
 	case "versions":
 		return versions(req.ID)
 	}

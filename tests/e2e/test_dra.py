@@ -1,0 +1,205 @@
+"""NICs by DRA claim on a real apiserver (SPEC §16): ``resource.k8s.io/v1`` is served without CRDs.
+
+The DeviceClasses GKE installs, ResourceClaimTemplates in two namespaces as cluster-toolkit's
+``default-rdma`` (every RDMA NIC in one, one NIC in the other), and TrainingRuntimes bound to
+``a4-dranet`` by label: each code through ``kubectl apply``, one runtime admitted, and the
+continuous audit following a template that goes away. A control plane of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import pytest
+
+from app.domain.kinds import Kind
+from tests.builders import runtime
+from tests.harness import expect
+from tests.harness.audit import DRIFT, Api, audit_events, count, gauge, metrics, new_events
+from tests.harness.objects import Obj, as_list, interfaces, unique
+from tests.harness.procs import wait_until
+from tests.harness.stack import Stack, ready_network, running
+from tests.harness.state import checked, create_namespace
+
+pytestmark = pytest.mark.e2e
+
+RESOURCE: Final = "resource.k8s.io/v1"
+RDMA: Final = "mrdma.google.com"
+NETDEV: Final = "netdev.google.com"
+PROFILE: Final = "a4-dranet"
+NETWORK: Final = "rdma-annotated"
+AUDIT_TIMEOUT: Final = 15.0
+
+
+def device_class(name: str) -> Obj:
+    selector = {"cel": {"expression": f'device.driver == "{name}"'}}
+    return {
+        "apiVersion": RESOURCE,
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [selector]},
+    }
+
+
+def claim_template(namespace: str, name: str, **exactly: Any) -> Obj:
+    request = {"name": "req-mrdma", "exactly": {"deviceClassName": RDMA, **exactly}}
+    return {
+        "apiVersion": RESOURCE,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def dra_runtime(
+    namespace: str,
+    *templates: str,
+    profile: str | None = PROFILE,
+    annotations: dict[str, str] | None = None,
+) -> Obj:
+    """A TrainingRuntime whose node pods claim ``templates`` (bound to ``profile`` by label)."""
+    claims = [{"name": f"c{i}", "resourceClaimTemplateName": t} for i, t in enumerate(templates)]
+    pod: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "node",
+                "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+                "resources": {"claims": [{"name": c["name"]} for c in claims]},
+            }
+        ]
+    }
+    if claims:
+        pod["resourceClaims"] = claims
+    node = {"metadata": {"annotations": annotations or {}}, "spec": pod}
+    return runtime(
+        unique("dranet"),
+        kind=Kind.TRAINING_RUNTIME,
+        namespace=namespace,
+        labels=None if profile is None else {"nicguard.dev/profile": profile},
+        jobs=[{"name": "node", "template": {"spec": {"template": node}}}],
+    )
+
+
+def subject(obj: Obj) -> str:
+    return f"TrainingRuntime/{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+@pytest.fixture(scope="module")
+def dra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str, str]]:
+    """The DeviceClasses, a namespace with a template of every RDMA NIC and one with a template
+    of one NIC, both named ``default-rdma``; a ready Network for annotation wiring."""
+    with running(tmp_path_factory.mktemp("dra")) as stack:
+        everything, single = unique("all-nics"), unique("one-nic")
+        for namespace in (everything, single):
+            create_namespace(stack.plane, namespace)
+        objects = [
+            device_class(RDMA),
+            device_class(NETDEV),
+            claim_template(everything, "default-rdma", allocationMode="All"),
+            claim_template(single, "default-rdma"),  # ExactCount, count 1: the defaults
+        ]
+        applied = stack.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects))
+        checked(applied, "creating the DeviceClasses and ResourceClaimTemplates")
+        ready_network(stack, NETWORK, mode="RDMA")
+        yield stack, everything, single
+
+
+def test_a_runtime_claiming_every_rdma_nic_is_admitted(dra: tuple[Stack, str, str]) -> None:
+    stack, everything, _ = dra
+    obj = dra_runtime(everything, "default-rdma")
+    stack.judged(obj, "", who="admin")
+    expect.allowed(stack.apply(obj, who="admin"), "created")
+
+
+@pytest.mark.parametrize(
+    ("namespace", "templates", "code", "fragment"),
+    [
+        pytest.param(
+            "single",
+            ("default-rdma",),
+            "RdmaClaimMismatch",
+            "1 mrdma.google.com device",
+            id="one-nic-of-eight",
+        ),
+        pytest.param("everything", (), "RdmaClaimMissing", PROFILE, id="no-claim"),
+        pytest.param(
+            "everything",
+            ("nccl-channel", "rdma-missing"),
+            "ResourceClaimTemplateNotFound",
+            "rdma-missing",
+            id="missing-template",
+        ),
+    ],
+)
+def test_each_dra_code_through_kubectl_apply(
+    dra: tuple[Stack, str, str],
+    namespace: str,
+    templates: tuple[str, ...],
+    code: str,
+    fragment: str,
+) -> None:
+    stack, everything, single = dra
+    obj = dra_runtime(everything if namespace == "everything" else single, *templates)
+    expect.denied(stack.judged(obj, f"[{code}]", who="admin"), subject(obj), code, fragment)
+
+
+@pytest.mark.parametrize("profile", [PROFILE, None], ids=["bound", "unbound"])
+def test_annotation_and_dra_wiring_together_are_a_wiring_mode_conflict(
+    dra: tuple[Stack, str, str], profile: str | None
+) -> None:
+    stack, everything, _ = dra
+    wiring = {
+        "networking.gke.io/default-interface": "eth0",
+        "networking.gke.io/interfaces": interfaces([("eth1", NETWORK)]),
+    }
+    obj = dra_runtime(everything, "default-rdma", profile=profile, annotations=wiring)
+    expect.denied(
+        stack.judged(obj, "[WiringModeConflict]", who="admin"),
+        subject(obj),
+        "WiringModeConflict",
+        "must not manage the same NICs",
+    )
+
+
+def test_the_audit_follows_a_template_that_goes_away(dra: tuple[Stack, str, str]) -> None:
+    """An admitted runtime's template deleted: its audit result fails, naming the template."""
+    stack, everything, _ = dra
+    own = unique("rdma")
+    checked(
+        stack.plane.kubectl(
+            "admin",
+            "apply",
+            "-f",
+            "-",
+            input=as_list([claim_template(everything, own, allocationMode="All")]),
+        ),
+        "creating a template of its own",
+    )
+    obj = dra_runtime(everything, own)
+    stack.judged(obj, "", who="admin")
+    expect.allowed(stack.apply(obj, who="admin"), "created")
+    api = Api(stack.plane)
+    before = audit_events(api)
+    checked(
+        stack.plane.kubectl("admin", "delete", "resourceclaimtemplate", own, "-n", everything),
+        "deleting the template",
+    )
+    ref = ("TrainingRuntime", everything, obj["metadata"]["name"])
+    wait_until(
+        lambda: (
+            (
+                gauge(
+                    metrics(stack.nicguard),
+                    "nicguard_audit_violations",
+                    code="ResourceClaimTemplateNotFound",
+                )
+                >= 1
+                and count(new_events(api, before), DRIFT)[ref] == 1
+            )
+            or None
+        ),
+        timeout=AUDIT_TIMEOUT,
+        what="the runtime's audit result to fail with a WiringDrift Event",
+        diagnose=stack.nicguard.report,
+    )
