@@ -1,5 +1,6 @@
 """The workload doors (docs/rules.md): the annotated pod templates of a JobSet, a Job or a Pod,
-judged without a binding, every finding naming the object and its controller."""
+judged without a binding (WiringModeConflict included), every finding naming the object and its
+controller."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Final
 from app.domain.annotation import INTERFACES_ANNOTATION
 from app.domain.cluster import ClusterView
 from app.domain.fields import FieldPath, JsonMap, as_list, map_at, str_at, value_at
-from app.domain.judge import Evaluation, Subject, judge_subjects
+from app.domain.judge import Evaluation, judge_subjects, template_subject
 from app.domain.kinds import Workload
 from app.domain.policy import Policy, Workloads
 from app.domain.profiles import UNBOUND
@@ -31,12 +32,21 @@ def judge_workload(
     if policy.workloads is Workloads.OFF:
         return Evaluation(Verdict(), ())
     subjects = tuple(
-        Subject(t.job, template_wiring(t), wired=False) for t in workload_templates(kind, obj)
+        template_subject(t, template_wiring(t), wired=False) for t in workload_templates(kind, obj)
     )
     out = VerdictBuilder().scoped(f"{describe_workload(kind, obj, namespace)}: ")
     # A JobSet's findings name their replicatedJob, as a runtime's do; a Job or Pod has one.
     named = kind is Workload.JOB_SET
-    judge_subjects(subjects, binding=UNBOUND, view=view, policy=policy, out=out, named=named)
+    # The pods run in the object's namespace: its ResourceClaimTemplates are the ones to read.
+    judge_subjects(
+        subjects,
+        binding=UNBOUND,
+        view=view,
+        policy=policy,
+        out=out,
+        named=named,
+        namespace=namespace,
+    )
     verdict = out.build()
     if policy.workloads is Workloads.WARN and not verdict.allowed:
         verdict = replace(
@@ -73,7 +83,12 @@ def _annotated(pod: JsonMap | None, path: FieldPath, job: str) -> PodTemplate | 
     annotations = map_at(pod, "metadata", "annotations")
     if annotations is None or INTERFACES_ANNOTATION not in annotations:
         return None
-    return PodTemplate(annotations=annotations, path=path, job=job)
+    return PodTemplate(
+        annotations=annotations,
+        path=path,
+        job=job,
+        resource_claims=value_at(pod, "spec", "resourceClaims"),
+    )
 
 
 def describe_workload(kind: Workload, obj: JsonMap, namespace: str) -> str:

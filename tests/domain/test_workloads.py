@@ -28,7 +28,9 @@ from tests.builders import (
     JOB_SET_API,
     PAIRS,
     batch_job,
+    claim_template,
     controller,
+    exactly,
     job_set,
     network,
     node_job,
@@ -435,3 +437,64 @@ def test_a_network_the_cluster_has_is_not_reported() -> None:
     view = snapshot(networks=("gpu-nic-0", "gpu-nic-9"))
     assert _judge(batch_job(wired(MISSING)), view).allowed
     assert not _judge(batch_job(wired(MISSING)), snapshot(network("other"))).allowed
+
+
+def _claiming(obj: dict[str, object], template: str = "default-rdma") -> dict[str, object]:
+    """``obj`` (a Pod) with a pod spec claiming ResourceClaimTemplate ``template``."""
+    spec = obj["spec"]
+    assert isinstance(spec, dict)
+    claims = [{"name": "rdma", "resourceClaimTemplateName": template}]
+    return {**obj, "spec": {**spec, "resourceClaims": claims}}
+
+
+@pytest.mark.parametrize(
+    ("templates", "expected"),
+    [
+        pytest.param(
+            (claim_template(namespace="team-a"),), ("WiringModeConflict",), id="claims-rdma"
+        ),
+        pytest.param((claim_template(namespace="team-b"),), (), id="template-elsewhere"),
+        pytest.param(
+            (claim_template("default-rdma", exactly("netdev.google.com"), namespace="team-a"),),
+            (),
+            id="claims-netdev-only",
+        ),
+    ],
+)
+def test_a_pod_claiming_rdma_nics_and_mapping_networks_conflicts(
+    templates: tuple[object, ...], expected: tuple[str, ...]
+) -> None:
+    obj = _claiming(pod(wired(), owners=[JOB_OF]))
+    verdict = _judge(obj, snapshot(*templates))
+    assert tuple(v.code.value for v in verdict.violations) == expected
+    if expected:
+        (found,) = verdict.violations
+        assert found.field == f"{POD_INTERFACES}[1]"
+        assert found.message.startswith(POD_LEAD)
+        assert "ResourceClaimTemplate team-a/default-rdma" in found.message
+
+
+def test_a_jobset_template_claiming_rdma_nics_and_mapping_networks_conflicts() -> None:
+    claims = [{"name": "r", "resourceClaimTemplateName": "x"}]
+    job = {
+        "name": "node",
+        "template": {
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": wired()},
+                    "spec": {"containers": [], "resourceClaims": claims},
+                }
+            }
+        },
+    }
+    verdict = _judge(
+        job_set(job, node_job(wired(), name="other")),
+        snapshot(claim_template("x", namespace="team-a")),
+    )
+    assert [(v.code.value, v.field) for v in verdict.violations] == [
+        (
+            "WiringModeConflict",
+            f"spec.replicatedJobs[0].template.spec.template.metadata.annotations[{INTERFACES}][1]",
+        )
+    ]
+    assert "node job: " in verdict.violations[0].message
