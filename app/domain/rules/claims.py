@@ -84,7 +84,7 @@ def claim_findings(
     if namespace is None:
         return
     if not named:
-        _unclaimed(claims, bound, [], out)
+        _unclaimed(claims, bound, out)
         return
     state = templates()
     if state is None:
@@ -106,21 +106,18 @@ def claim_findings(
                 "it names claims the NICs",
             )
         )
-        return
     present = [(e, t) for e, t in found if t is not None]
-    _unclaimed(claims, bound, present, out, nics=profile.rdma_nics)
+    # A present template asking for the wrong NICs is wrong whatever the missing ones hold
+    # (an IMEX channel template is created after the pods' runtime): say so beside them.
+    if not _mismatches(bound, present, profile.rdma_nics, out) and not absent:
+        _unclaimed(claims, bound, out)
 
 
-def _unclaimed(
-    claims: PodClaims,
-    bound: str,
-    present: list[tuple[PodClaim, ClaimTemplate]],
-    out: VerdictBuilder,
-    *,
-    nics: int = 0,
-) -> None:
-    """No template claims the NICs: what the present ones ask for instead, a shared claim, or
-    nothing of the class at all."""
+def _mismatches(
+    bound: str, present: list[tuple[PodClaim, ClaimTemplate]], nics: int, out: VerdictBuilder
+) -> bool:
+    """What each present template that requests RDMA NICs asks instead of all of them; whether
+    any does."""
     asking = [(e, t) for e, t in present if t.requesting(RDMA_CLASS)]
     for entry, template in asking:
         requests = template.requesting(RDMA_CLASS)
@@ -137,8 +134,11 @@ def _unclaimed(
                 f"exactly one {RDMA_CLASS}, allocationMode All or ExactCount count {nics}",
             )
         )
-    if asking:
-        return
+    return bool(asking)
+
+
+def _unclaimed(claims: PodClaims, bound: str, out: VerdictBuilder) -> None:
+    """No template requests the NICs: a shared claim, or nothing of the class at all."""
     shared = claims.shared
     if shared:
         out.deny(
