@@ -33,7 +33,13 @@ from app.web.admission import create_admission_app
 from bench.echo_app import create_echo_app
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-REVIEWS: Final = ("drifted-runtime", "good-runtime", "trainjob-patch-drift", "misplaced-pod")
+REVIEWS: Final = (
+    "drifted-runtime",
+    "good-runtime",
+    "trainjob-patch-drift",
+    "misplaced-pod",
+    "served-pod",
+)
 _RECIPE: Final = ObjectName("nicguard-system", "nicguard-recipe")
 
 Message = MutableMapping[str, Any]

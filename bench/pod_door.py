@@ -11,7 +11,9 @@ each fires two bursts of ``--creates`` Pod creates from ``--clients`` threads,
 each on its own keep-alive HTTPS connection: wired Pods (the node Pod of the shipped TCPXO
 runtime, the recipe's eight Networks: allowed) and the same Pods without the interfaces
 annotation (never sent to nicguard; its request counter must not move). The Pods are deleted
-after each burst.
+after each burst. Beside the times the report gives, per wired create, the CPU of the machine
+(every process: this VM is shared), of apiserver+etcd, of nicguard and of the clients, how busy
+the machine was, the apiserver's own mean webhook call, and the run's noise for both kinds.
 
     NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.pod_door [--creates 1000]
         [--clients 10] [--rounds 5]
@@ -28,6 +30,7 @@ import base64
 import contextlib
 import copy
 import json
+import os
 import queue
 import shutil
 import statistics
@@ -62,6 +65,7 @@ TCPXO: Final = "torch-distributed-tcpxo"
 _PODS: Final = f"/api/v1/namespaces/{NAMESPACE}/pods"
 _WARMUP: Final = 100  # unmeasured creates under each configuration before the first round
 _SWITCH_TIMEOUT: Final = 30.0
+_CPUS: Final = os.cpu_count() or 1
 
 
 class PodDoorError(Exception):
@@ -78,6 +82,9 @@ class Burst:
     judged: float  # nicguard's admission requests during the burst
     plane_cpu: float  # seconds of CPU kube-apiserver and etcd spent during the burst
     nicguard_cpu: float  # seconds of CPU nicguard spent during the burst
+    machine_cpu: float  # seconds of CPU the whole machine spent during the burst (all work)
+    clients_cpu: float  # seconds of CPU this process (the clients) spent during the burst
+    call_ms: float  # the apiserver's mean webhook call during the burst (0 without one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +124,32 @@ class Results:
         return statistics.median(
             b.plane_cpu / b.creates for b in self.bursts if b.mode == mode and b.pods == pods
         )
+
+    def calls_ms(self, mode: str) -> float:
+        """The apiserver's mean call to the configured webhook, wired Pods, median of rounds."""
+        return statistics.median(
+            b.call_ms for b in self.bursts if b.mode == mode and b.pods == WIRED
+        )
+
+    def busy(self, mode: str) -> float:
+        """The share of the machine's CPUs busy during the wired bursts, median of rounds."""
+        return statistics.median(
+            b.machine_cpu / (b.seconds * _CPUS)
+            for b in self.bursts
+            if b.mode == mode and b.pods == WIRED
+        )
+
+    def cpu_ms(self, mode: str) -> dict[str, float]:
+        """Per wired create, ms of CPU: the machine, apiserver+etcd, nicguard, the clients."""
+        wired = [b for b in self.bursts if b.mode == mode and b.pods == WIRED]
+        parts = {
+            "machine": [b.machine_cpu for b in wired],
+            "apiserver+etcd": [b.plane_cpu for b in wired],
+            "nicguard": [b.nicguard_cpu for b in wired],
+            "clients": [b.clients_cpu for b in wired],
+        }
+        creates = wired[0].creates
+        return {name: 1000 * statistics.median(v) / creates for name, v in parts.items()}
 
     def nicguard_cpu_per_judged(self) -> float:
         wired = [b for b in self.bursts if b.mode == "nicguard" and b.pods == WIRED]
@@ -183,6 +216,22 @@ def file_mode_nicguard(workdir: Path) -> Iterator[Served]:
 def cpu(plane: ControlPlane) -> float:
     """Seconds of CPU kube-apiserver and etcd have spent so far."""
     return sum(cpu_seconds(process.pid) for process in plane.processes)
+
+
+def machine_cpu() -> float:
+    """Seconds of CPU every process of the machine has spent so far (/proc/stat, not idle)."""
+    ticks = [int(t) for t in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def mean_call_ms(
+    before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]
+) -> float:
+    """The mean of the apiserver's webhook calls between two scrapes (0 when there were none)."""
+    calls = sum(after[name][0] - before.get(name, (0, 0.0))[0] for name in after)
+    seconds = sum(after[name][1] - before.get(name, (0, 0.0))[1] for name in after)
+    return 1000 * seconds / calls if calls else 0.0
 
 
 def judged_requests(probe: str) -> float:
@@ -281,11 +330,19 @@ def go_echo(workdir: Path, cert_dir: Path, out: TextIO) -> Iterator[str | None]:
         process.stop()
 
 
-def fire(
-    plane: ControlPlane, prefix: str, count: int, clients: int, *, wired: bool
-) -> tuple[float, list[str]]:
-    """``count`` Pod creates from ``clients`` threads started together: the seconds from the
-    start to the last answer, and a line per create not answered 201."""
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """One burst, from the start to the last answer: seconds of time and of CPU (the machine's,
+    every process; this one's, the clients), and a line per create not answered 201."""
+
+    seconds: float
+    machine_cpu: float
+    clients_cpu: float
+    failed: list[str]
+
+
+def fire(plane: ControlPlane, prefix: str, count: int, clients: int, *, wired: bool) -> Fired:
+    """``count`` Pod creates from ``clients`` threads started together."""
     template = pod(prefix, wired=wired)
     work: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
     for index in range(count):  # built before the burst: the clients only send
@@ -317,10 +374,11 @@ def fire(
     with ThreadPoolExecutor(max_workers=clients) as pool:
         futures = [pool.submit(client) for _ in range(clients)]
         start.wait(timeout=60)
-        started = time.perf_counter()
+        started, machine, own = time.perf_counter(), machine_cpu(), time.process_time()
         failed = [line for f in futures for line in f.result()]
         seconds = time.perf_counter() - started
-    return seconds, failed
+        machine, own = machine_cpu() - machine, time.process_time() - own
+    return Fired(seconds, machine, own, failed)
 
 
 def delete_pods(plane: ControlPlane) -> None:
@@ -352,14 +410,28 @@ def measure(
             switch.to(mode)
             order = kinds[(number // 2) % 2 :] + kinds[: (number // 2) % 2]
             for pods in order:
-                before = judged_requests(served.probe), cpu(plane), cpu_seconds(served.pid)
+                calls = webhook_calls(plane)
+                before = _counters(plane, served)
                 prefix = f"{pods}-{mode}-{number}"
-                seconds, failed = fire(
-                    plane, prefix, args.creates, args.clients, wired=pods == WIRED
+                fired = fire(plane, prefix, args.creates, args.clients, wired=pods == WIRED)
+                after = _counters(plane, served)
+                call_ms = mean_call_ms(calls, webhook_calls(plane))
+                judged, plane_cpu, nicguard_cpu = (
+                    end - start for start, end in zip(before, after, strict=True)
                 )
-                after = judged_requests(served.probe), cpu(plane), cpu_seconds(served.pid)
-                spent = [end - start for start, end in zip(before, after, strict=True)]
-                burst = Burst(mode, pods, args.creates, seconds, failed, *spent)
+                burst = Burst(
+                    mode,
+                    pods,
+                    args.creates,
+                    fired.seconds,
+                    fired.failed,
+                    judged,
+                    plane_cpu,
+                    nicguard_cpu,
+                    fired.machine_cpu,
+                    fired.clients_cpu,
+                    call_ms,
+                )
                 results.bursts.append(burst)
                 delete_pods(plane)
                 _say(
@@ -367,9 +439,15 @@ def measure(
                     f"  round {number + 1} {mode:<8} {pods:<5} {args.creates} creates in"
                     f" {burst.seconds:6.2f} s, {len(burst.failed)} failed,"
                     f" nicguard judged {burst.judged:.0f}; CPU s: apiserver+etcd"
-                    f" {burst.plane_cpu:.2f}, nicguard {burst.nicguard_cpu:.2f}",
+                    f" {burst.plane_cpu:.2f}, nicguard {burst.nicguard_cpu:.2f},"
+                    f" machine {burst.machine_cpu:.2f}; webhook call {burst.call_ms:.1f} ms",
                 )
     return results
+
+
+def _counters(plane: ControlPlane, served: Served) -> tuple[float, float, float]:
+    """nicguard's requests; seconds of CPU of apiserver+etcd and of nicguard."""
+    return judged_requests(served.probe), cpu(plane), cpu_seconds(served.pid)
 
 
 def report(results: Results, out: TextIO) -> bool:
@@ -396,6 +474,19 @@ def report(results: Results, out: TextIO) -> bool:
             f" {results.ratio(WIRED, 'go-echo'):.3f} x, apiserver+etcd CPU"
             f" {plane_ms['go-echo']:.2f} ms per wired create",
         )
+    for mode in results.modes:
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in results.cpu_ms(mode).items())
+        _say(
+            out,
+            f"wired, {mode}: ms of CPU per create: {parts}; machine busy"
+            f" {results.busy(mode):.0%}; the apiserver's webhook call"
+            f" {results.calls_ms(mode):.1f} ms",
+        )
+    _say(
+        out,
+        f"the run's noise (largest spread of one configuration's rounds over their median):"
+        f" wired {results.noise(WIRED):.1%}, unwired {noise:.1%}",
+    )
     for line in failed[:10]:
         _say(out, f"  failed: {line}")
     checks = [

@@ -76,3 +76,13 @@ def test_workloads_warn_allows_a_misplaced_pod_with_its_message_as_a_warning(
         "[NetworkMisplaced] Pod team-a/llama-node-0-1-x2k9p (of Job team-a/llama-node-0): "
     )
     assert response["auditAnnotations"]["decision"] == "allowed"
+
+
+def test_a_wired_pod_as_the_apiserver_sends_it_is_allowed(client: TestClient) -> None:
+    # Captured from kube-apiserver: defaulted spec, managedFields, the recipe's eight Networks.
+    review = sample_review("served-pod")
+    assert review["request"]["object"]["metadata"]["managedFields"]
+    response = _response(client, review)
+    assert response["allowed"] is True
+    assert response["uid"] == review["request"]["uid"]
+    assert "warnings" not in response
