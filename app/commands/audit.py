@@ -55,10 +55,7 @@ class AuditResult:
             "namespace": namespace,
             "name": name,
             "result": self.audited.standing.result.value,
-            "violations": [
-                {"code": v.code.value, "message": v.message, "field": v.field}
-                for v in self.audited.standing.findings
-            ],
+            "violations": [v.to_json() for v in self.audited.standing.findings],
         }
 
 

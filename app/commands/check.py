@@ -45,10 +45,7 @@ class CheckResult:
             "namespace": self.namespace,
             "name": self.name,
             "allowed": self.verdict.allowed,
-            "violations": [
-                {"code": v.code.value, "message": v.message, "field": v.field}
-                for v in self.verdict.violations
-            ],
+            "violations": [v.to_json() for v in self.verdict.violations],
             "warnings": list(self.verdict.warnings),
         }
 

@@ -39,10 +39,7 @@ class WorkloadResult:
             "namespace": self.namespace,
             "name": self.name,
             "result": self.standing.result.value,
-            "violations": [
-                {"code": v.code.value, "message": v.message, "field": v.field}
-                for v in self.standing.findings
-            ],
+            "violations": [v.to_json() for v in self.standing.findings],
         }
 
 

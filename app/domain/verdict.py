@@ -56,6 +56,10 @@ class Violation:
     def render(self) -> str:
         return f"[{self.code}] {self.message}"
 
+    def to_json(self) -> dict[str, str]:
+        """The violation as ``check`` and ``audit`` print it in JSON."""
+        return {"code": self.code.value, "message": self.message, "field": self.field}
+
 
 _SHOWN_MAX = 64
 
