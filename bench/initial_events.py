@@ -19,6 +19,7 @@ COLLECTIONS: Final = (
     "networking.gke.io/v1/gkenetworkparamsets",
     "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes",
     "trainer.kubeflow.org/v1alpha1/trainingruntimes",
+    "resource.k8s.io/v1/resourceclaimtemplates",
 )
 _QUERY: Final = (
     "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"

@@ -9,8 +9,11 @@ can deny. VmRSS is read once its audit has judged every runtime and after a wrk 
 times the objects (the added runtimes each wired its own way): the slope per object and the time to
 ready after a restart (a rollout's cold start), beside its floor: the same collections streamed to
 a client that only reads them (``bench/initial_events.py``), and the API server's CPU for each.
+``--mix dra`` is ``bench.scale``'s DRA mix instead (``bench/shapes.py``): 1,000 Networks and their
+param sets, 3,000 ResourceClaimTemplates and 5,000 runtimes bound to ``a4-dranet`` claiming them
+(and so when grown); ``--divide`` shrinks either mix, the slope still over ten times the objects.
 
-    NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.kube_rss
+    NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.kube_rss [--mix dra]
 """
 
 from __future__ import annotations
@@ -23,19 +26,21 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
 from bench.initial_events import Streamed, apiserver_cpu, stream_all
 from bench.run import ROOT, Load, cpu_seconds, load_average, machine, rss_kib, run_wrk
 from bench.scale import MAX_SLOPE_BYTES, audited_runtimes
-from bench.shapes import wired_runtimes
+from bench.shapes import DRA_MIX, claiming_runtimes, wired_runtimes
 from bench.state import (
     EXAMPLES,
     NAMESPACES,
     NETWORKS,
     RUNTIMES,
     StateCounts,
+    generated_claim_templates,
     generated_networks,
     generated_runtimes,
     load_one,
@@ -58,6 +63,20 @@ _PROGRESS_EVERY: Final = 100  # batches
 _MISSING: Final = "bench-missing-network"
 _EXAMPLE_NETWORKS: Final = 9  # examples/cluster, which populate() applies
 _EXAMPLE_RUNTIMES: Final = 2
+# What only a cache holding the last runtime denies the probe for: a DRA-bound runtime's patched
+# annotation is a conflict first.
+_PROBE_CODES: Final = ("NetworkNotFound", "WiringModeConflict")
+
+
+class Mix(StrEnum):
+    WIRED = "wired"
+    DRA = "dra"
+
+    @property
+    def counts(self) -> StateCounts:
+        if self is Mix.DRA:
+            return StateCounts(DRA_MIX.networks, DRA_MIX.runtimes, DRA_MIX.templates)
+        return StateCounts(NETWORKS, RUNTIMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +159,9 @@ def last_runtime_trainjob(runtimes: int) -> tuple[str, str]:
     return namespace, json.dumps(job)
 
 
-def fill(stack: Stack) -> None:
-    """The team namespaces, then Networks (and their param sets) and runtimes up to NETWORKS and
-    RUNTIMES."""
+def fill(stack: Stack, counts: StateCounts) -> None:
+    """The team namespaces, then Networks (and their param sets), templates and runtimes up to
+    ``counts``."""
     namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{n:02d}"}}
         for n in range(NAMESPACES)
@@ -151,33 +170,43 @@ def fill(stack: Stack) -> None:
     checked(stack.plane.kubectl("admin", "create", "-f", "-", input=items), "team namespaces")
     template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
     started = time.monotonic()
-    networks = list(generated_networks(NETWORKS - _EXAMPLE_NETWORKS))
+    networks = list(generated_networks(counts.networks - _EXAMPLE_NETWORKS))
     create_all(stack, networks)
     set_ready(stack, networks)  # grow() wires runtimes to these too
-    create_all(stack, generated_runtimes(template, RUNTIMES - _EXAMPLE_RUNTIMES))
+    create_all(stack, generated_claim_templates(counts.templates))  # before the runtimes claim them
+    runtimes = generated_runtimes(template, counts.runtimes - _EXAMPLE_RUNTIMES)
+    create_all(
+        stack, claiming_runtimes(runtimes, 0, counts.templates) if counts.templates else runtimes
+    )
     _say(f"created the generated objects in {time.monotonic() - started:.0f}s")
 
 
-def grow(stack: Stack, factor: int) -> StateCounts:
-    """``factor`` times the Networks, param sets and runtimes; the new runtimes each wired its own
-    way over all the Networks (nothing shared: the shape that costs most per object)."""
-    networks, runtimes = NETWORKS * factor, RUNTIMES * factor
-    have_networks, have_runtimes = NETWORKS - _EXAMPLE_NETWORKS, RUNTIMES - _EXAMPLE_RUNTIMES
+def grow(stack: Stack, have: StateCounts, factor: int) -> StateCounts:
+    """``factor`` times the Networks, param sets, templates and runtimes; the new runtimes each
+    wired its own way over all the Networks (nothing shared: the shape that costs most per
+    object), or claiming a template over all of them."""
+    want = have.scaled(factor)
+    have_networks = have.networks - _EXAMPLE_NETWORKS
+    have_runtimes = have.runtimes - _EXAMPLE_RUNTIMES
     template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
     started, cpu = time.monotonic(), _nicguard_cpu(stack)
-    created = list(generated_networks(networks - NETWORKS, start=have_networks))
+    created = list(generated_networks(want.networks - have.networks, start=have_networks))
     create_all(stack, created)
     set_ready(stack, created)  # else nicguard denies the runtimes naming them: NetworkNotReady
-    added = generated_runtimes(template, runtimes - RUNTIMES, start=have_runtimes)
+    templates = want.templates - have.templates
+    create_all(stack, generated_claim_templates(templates, start=have.templates))
+    added = generated_runtimes(template, want.runtimes - have.runtimes, start=have_runtimes)
     # Over every generated Network: bench-net-00000 up to the last one added.
-    generated = have_networks + networks - NETWORKS
-    create_all(stack, wired_runtimes(added, have_runtimes, generated, varied=True))
+    generated = have_networks + want.networks - have.networks
+    wired = wired_runtimes(added, have_runtimes, generated, varied=True)
+    claiming = claiming_runtimes(wired, have_runtimes, want.templates)
+    create_all(stack, claiming if want.templates else wired)
     _say(
-        f"created {(networks - NETWORKS) * 2 + runtimes - RUNTIMES:,} more objects in "
+        f"created {want.total - have.total:,} more objects in "
         f"{time.monotonic() - started:.0f}s (nicguard's CPU meanwhile, admitting each and "
         f"caching its watch event: {_nicguard_cpu(stack) - cpu:.0f}s)"
     )
-    return StateCounts(networks, runtimes)
+    return want
 
 
 def _nicguard_cpu(stack: Stack) -> float:
@@ -247,7 +276,7 @@ def measure(stack: Stack, counts: StateCounts, seconds: int) -> Measured:
     probe = stack.plane.kubectl(
         "alice", "create", "--dry-run=server", "-n", namespace, "-f", "-", input=job
     )
-    if probe.returncode == 0 or "NetworkNotFound" not in probe.stderr:
+    if probe.returncode == 0 or not any(code in probe.stderr for code in _PROBE_CODES):
         raise RuntimeError(f"nicguard's cache lacks the last runtime: {probe.stderr.strip()}")
     deadline = time.monotonic() + 300
     while audited_runtimes(stack.nicguard.probe("/metrics")[1]) < counts.runtimes:
@@ -297,6 +326,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--grow", type=int, default=10, help="then this many times the objects (1: skip)"
     )
+    parser.add_argument(
+        "--mix", type=Mix, choices=list(Mix), default=Mix.WIRED, help="the mix of 10,000 objects"
+    )
+    parser.add_argument(
+        "--divide", type=int, default=1, help="the mix's counts divided by this (a smaller start)"
+    )
     args = parser.parse_args(argv)
     _say("machine: " + ", ".join(f"{k} {v}" for k, v in machine().items()))
     with (
@@ -305,8 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         _say(f"control plane: {stack.plane.versions()}")
         populate(stack)
-        fill(stack)
-        small = measure(stack, StateCounts(NETWORKS, RUNTIMES), args.duration)
+        counts = args.mix.counts.divided(args.divide)
+        fill(stack, counts)
+        small = measure(stack, counts, args.duration)
         _report(small)
         ok = small.worst_bytes <= MAX_RSS_BYTES
         _say(
@@ -314,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{_verdict(ok)}"
         )
         if args.grow > 1:
-            big = measure(stack, grow(stack, args.grow), args.duration)
+            big = measure(stack, grow(stack, counts, args.grow), args.duration)
             _report(big)
             added = big.counts.total - small.counts.total
             slope = (big.audited_kib - small.audited_kib) * 1024 / added

@@ -40,7 +40,7 @@ from bench.run import (
     start_nicguard,
     wait_answering,
 )
-from bench.shapes import Layout, Shape, write_shape
+from bench.shapes import DRA_MIX, Layout, Shape, write_shape
 
 MAX_RSS_BYTES: Final = 120_000_000  # at 10,000 cached objects
 MAX_SLOPE_BYTES: Final = 2_000  # per object, 10,000 -> 100,000 (~2 KB)
@@ -57,7 +57,7 @@ AT_10K: Final = (
     Shape(2_500, 5_000, varied=False, layout=Layout.JSON_LIST),
     Shape(1_000, 8_000, varied=True, layout=Layout.JSON_LIST),
     Shape(2_500, 5_000, varied=True, layout=Layout.JSON_LIST),
-    Shape(1_000, 5_000, varied=False, layout=Layout.JSON_LIST, templates=3_000),
+    DRA_MIX,
 )
 GROWN: Final = (AT_10K[4], AT_10K[5], AT_10K[6])
 

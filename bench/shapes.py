@@ -20,6 +20,7 @@ from typing import Final
 from app.domain.policy import PROFILE_LABEL
 from bench.state import (
     EXAMPLES,
+    NAMESPACES,
     generated_claim_templates,
     generated_networks,
     generated_runtimes,
@@ -73,6 +74,10 @@ class Shape:
         return f"{' + '.join(parts)}, {self.layout.value}"
 
 
+# The DRA mix of 10,000 cached objects: runtimes wired by claiming the templates.
+DRA_MIX: Final = Shape(1_000, 5_000, varied=False, layout=Layout.JSON_LIST, templates=3_000)
+
+
 def write_shape(shape: Shape, target: Path) -> None:
     """The state of ``shape`` under ``target`` (created)."""
     target.mkdir(parents=True, exist_ok=True)
@@ -95,19 +100,23 @@ def _runtimes(
 ) -> Iterator[dict[str, object]]:
     template = load_one(EXAMPLES / "cluster" / "torch-distributed-tcpxo.yaml")
     wired = wired_runtimes(generated_runtimes(template, count), 0, networks, varied=varied)
-    yield from wired if not templates else _claiming(wired, templates)
+    yield from wired if not templates else claiming_runtimes(wired, 0, templates)
 
 
-def _claiming(runtimes: Iterable[dict[str, object]], templates: int) -> Iterator[dict[str, object]]:
-    """Each runtime wired by DRA instead: bound to ``a4-dranet`` by label, no interfaces
-    annotation, its node pods claiming a generated template of their own (runtime ``n`` claims
-    template ``n % templates``: in its namespace when ``templates`` is a multiple of theirs)."""
-    for number, runtime in enumerate(runtimes):
+def claiming_runtimes(
+    runtimes: Iterable[dict[str, object]], first: int, templates: int
+) -> Iterator[dict[str, object]]:
+    """``runtimes`` (numbered from ``first``) wired by DRA instead: bound to ``a4-dranet`` by
+    label, no interfaces annotation, their node pods claiming one of the first ``templates``
+    generated templates, in their own namespace (runtime ``n`` claims template ``n`` modulo the
+    largest multiple of the namespaces that ``templates`` holds)."""
+    spread = templates - templates % NAMESPACES
+    for number, runtime in enumerate(runtimes, start=first):
         runtime["metadata"]["labels"][PROFILE_LABEL] = "a4-dranet"  # type: ignore[index]
         pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]  # type: ignore[index]
         del pod["template"]["metadata"]["annotations"][INTERFACES]
         pod["template"]["spec"]["resourceClaims"] = [
-            {"name": "rdma", "resourceClaimTemplateName": f"rdma-{number % templates:05d}"}
+            {"name": "rdma", "resourceClaimTemplateName": f"rdma-{number % spread:05d}"}
         ]
         yield runtime
 

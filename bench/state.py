@@ -35,6 +35,7 @@ _PER_FILE: Final = 1_000
 class StateCounts:
     networks: int
     runtimes: int
+    templates: int = 0  # ResourceClaimTemplates; with any, the runtimes claim them
 
     @property
     def param_sets(self) -> int:
@@ -43,12 +44,21 @@ class StateCounts:
 
     @property
     def total(self) -> int:
-        return self.networks + self.param_sets + self.runtimes
+        return self.networks + self.param_sets + self.runtimes + self.templates
+
+    def scaled(self, factor: int) -> StateCounts:
+        return StateCounts(self.networks * factor, self.runtimes * factor, self.templates * factor)
+
+    def divided(self, divisor: int) -> StateCounts:
+        return StateCounts(
+            self.networks // divisor, self.runtimes // divisor, self.templates // divisor
+        )
 
     def described(self) -> str:
+        templates = f", {self.templates:,} ResourceClaimTemplates" if self.templates else ""
         return (
             f"{self.total:,} cached objects: {self.networks:,} Networks, {self.param_sets:,} "
-            f"GKENetworkParamSets, {self.runtimes:,} runtimes"
+            f"GKENetworkParamSets, {self.runtimes:,} runtimes{templates}"
         )
 
 
