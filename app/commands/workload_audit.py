@@ -17,9 +17,6 @@ from app.domain.policy import Policy
 from app.domain.workloads import describe_workload, workload_templates
 from app.files.state import iter_objects
 
-# The API versions a live cluster's lists leave off their items.
-_API_VERSIONS = {Workload.JOB_SET: "jobset.x-k8s.io/v1alpha2", Workload.JOB: "batch/v1"}
-
 
 @dataclass(frozen=True, slots=True)
 class WorkloadResult:
@@ -59,7 +56,8 @@ def audit_workloads(
         evaluation = evaluate_object(kind, obj, namespace_of, view, policy)
         results.append(
             WorkloadResult(
-                api_version=str_at(obj, "apiVersion") or _API_VERSIONS.get(kind, "v1"),
+                # A live cluster's lists leave the version off their items.
+                api_version=str_at(obj, "apiVersion") or kind.api_version,
                 kind=kind,
                 namespace=namespace_of,
                 name=str_at(obj, "metadata", "name") or "",

@@ -54,13 +54,24 @@ class Workload(StrEnum):
 
     @property
     def group(self) -> str:
-        return _WORKLOAD_GROUPS[self]
+        return _WORKLOAD_APIS[self][0]
+
+    @property
+    def version(self) -> str:
+        """The API version nicguard judges (and ``audit`` lists) it in."""
+        return _WORKLOAD_APIS[self][1]
+
+    @property
+    def api_version(self) -> str:
+        """``apiVersion`` as objects of the version write it (the core group has no prefix)."""
+        group, version = _WORKLOAD_APIS[self]
+        return f"{group}/{version}" if group else version
 
 
-_WORKLOAD_GROUPS: Final = {
-    Workload.JOB_SET: "jobset.x-k8s.io",
-    Workload.JOB: "batch",
-    Workload.POD: "",
+_WORKLOAD_APIS: Final = {
+    Workload.JOB_SET: ("jobset.x-k8s.io", "v1alpha2"),
+    Workload.JOB: ("batch", "v1"),
+    Workload.POD: ("", "v1"),
 }
 
 

@@ -42,11 +42,11 @@ from app.kube.cluster_view import (
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
 from app.kube.rest import config_map_list, resource_list
 
-# Each workload's API version and resource, as ``--include-workloads`` lists them.
-WORKLOAD_RESOURCES: Final = (
-    (Workload.JOB_SET, "v1alpha2", "jobsets"),
-    (Workload.JOB, "v1", "jobs"),
-    (Workload.POD, "v1", "pods"),
+# Each workload's resource, as ``--include-workloads`` lists them.
+WORKLOAD_PLURALS: Final = (
+    (Workload.JOB_SET, "jobsets"),
+    (Workload.JOB, "jobs"),
+    (Workload.POD, "pods"),
 )
 
 
@@ -97,10 +97,10 @@ def list_workloads(api_client: ApiClient, namespace: str | None) -> list[tuple[W
     carries the interfaces annotation: one paginated LIST each, none when JobSet's API is not
     served; raises ``ClusterReadError``."""
     found: list[tuple[Workload, JsonMap]] = []
-    for workload, version, plural in WORKLOAD_RESOURCES:
+    for workload, plural in WORKLOAD_PLURALS:
         resource = f"{plural}.{workload.group}" if workload.group else plural
         where = "" if namespace is None else f" in namespace {namespace}"
-        call = resource_list(api_client, workload.group, version, plural, namespace)
+        call = resource_list(api_client, workload.group, workload.version, plural, namespace)
         items = _served(f"list {resource}{where}", call, trim=partial(_wired, workload))
         found += [(workload, item) for item in items or () if item]
     return found

@@ -135,3 +135,13 @@ def test_a_workload_is_known_by_api_version_and_kind(
     obj: object, expected: Workload | None
 ) -> None:
     assert workload_kind(obj) is expected
+
+
+@pytest.mark.parametrize(
+    "obj", [job_set(), batch_job(None), pod(None)], ids=["jobset", "job", "pod"]
+)
+def test_a_workload_writes_the_api_version_it_is_judged_in(obj: dict[str, object]) -> None:
+    kind = workload_kind(obj)
+    assert kind is not None
+    assert kind.api_version == obj["apiVersion"]
+    assert workload_kind({"apiVersion": kind.api_version, "kind": kind.value}) is kind
