@@ -5,8 +5,6 @@ setting ``enforcement``. Every applicable rule reports; the result is a Verdict.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from app.domain.assessment import Assessment, assess
 from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap
@@ -31,12 +29,7 @@ def evaluate(
     if policy.enforcement is Enforcement.DENY or verdict.allowed:
         return verdict
     # enforcement=warn (docs/rollout.md): what would deny is allowed, its lines the first warnings.
-    return replace(
-        verdict,
-        violations=(),
-        warned=verdict.violations,
-        warnings=tuple(v.render() for v in verdict.violations) + verdict.warnings,
-    )
+    return verdict.allowing(warned=True)
 
 
 def evaluate_object(

@@ -117,6 +117,14 @@ class Verdict:
         """The violations that denied, or that would have under ``enforcement=warn``."""
         return self.violations or self.warned
 
+    def allowing(self, *, warned: bool) -> Verdict:
+        """Allowed, each violation's line the first of its warnings: ``warned`` (kept apart, as
+        ``enforcement=warn`` reports them) or else ``waived`` by a policy."""
+        lines = tuple(v.render() for v in self.violations) + self.warnings
+        if warned:
+            return replace(self, violations=(), warned=self.violations, warnings=lines)
+        return replace(self, violations=(), waived=self.violations + self.waived, warnings=lines)
+
     @property
     def undecided(self) -> bool:
         """Denied only because nicguard cannot decide (ClusterStateUnavailable): the webhook

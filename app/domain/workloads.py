@@ -4,7 +4,6 @@ controller."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
 from app.domain.annotation import INTERFACES_ANNOTATION
@@ -49,12 +48,7 @@ def judge_workload(
     )
     verdict = out.build()
     if policy.workloads is Workloads.WARN and not verdict.allowed:
-        verdict = replace(
-            verdict,
-            violations=(),
-            waived=verdict.violations + verdict.waived,
-            warnings=tuple(v.render() for v in verdict.violations) + verdict.warnings,
-        )
+        verdict = verdict.allowing(warned=False)
     return Evaluation(verdict, tuple(s.fingerprint() for s in subjects))
 
 
