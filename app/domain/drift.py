@@ -184,8 +184,8 @@ class DriftBook:
     _named: dict[RuntimeKey, tuple[str, ...]] = field(default_factory=dict)
     """A runtime -> the Networks it names (sorted; runtimes stamped from one template share one
     tuple). Nothing indexes the other way: a Network change scans these, ~10 ms per 100,000
-    runtimes, where an index per Network cost 1 KB per runtime wired its own way (BENCHMARKS.md,
-    memory)."""
+    runtimes, where an index per Network would cost memory for every runtime wired its own
+    way."""
     _claiming: dict[RuntimeKey, tuple[str, ...]] = field(default_factory=dict)
     """A TrainingRuntime -> the ResourceClaimTemplates of its namespace it names (a
     ClusterTrainingRuntime's are judged with each TrainJob, never with the runtime)."""

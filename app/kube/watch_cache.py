@@ -245,8 +245,8 @@ class WatchCache(Generic[K, V]):
         if event.event_type == "ERROR":
             raise watch_error(event.obj)
         if event.event_type in ("ADDED", "MODIFIED", "DELETED"):
-            # A copied dict per event cost 2.1 ms at 100,000 runtimes (BENCHMARKS.md, "Kubernetes
-            # mode at 100,000 objects"); a persistent map's next version costs microseconds.
+            # A copied dict per event costs time in proportion to the whole cache; a persistent
+            # map's next version costs microseconds whatever its size.
             key = self._key(event.obj)
             if key is not None:
                 items = self._state.items
