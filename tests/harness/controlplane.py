@@ -227,9 +227,11 @@ class ControlPlane:
         """Whether kube-apiserver answers /readyz with 200 now (never raises)."""
         if not any(p.name == "kube-apiserver" and p.running() for p in self.processes):
             return False
-        context = ssl.create_default_context(cafile=str(self.ca_file))
+        context = self.trust()
         token = self.users["admin"].token
-        return http_status(f"{self.server}/readyz", context=context, token=token) == 200
+        return context is not None and (
+            http_status(f"{self.server}/readyz", context=context, token=token) == 200
+        )
 
     def wait_apiserver_ready(self, timeout: float = START_TIMEOUT) -> None:
         token = self.users["admin"].token
@@ -352,10 +354,18 @@ class ControlPlane:
         return True
 
     def _readyz(self, token: str) -> bool | None:
-        if not self._alive() or not self.ca_file.is_file():
+        context = self.trust() if self._alive() else None
+        if context is None:
             return None
-        context = ssl.create_default_context(cafile=str(self.ca_file))
         return http_status(f"{self.server}/readyz", context=context, token=token) == 200 or None
+
+    def trust(self) -> ssl.SSLContext | None:
+        """A context trusting the apiserver's self-signed certificate; None until the apiserver
+        has written it whole (it writes the file in place while starting: it can be empty)."""
+        try:
+            return ssl.create_default_context(cafile=str(self.ca_file))
+        except (OSError, ssl.SSLError):  # absent, or not yet a whole certificate
+            return None
 
     def _write_kubeconfig(self, identity: Identity) -> None:
         config = {
