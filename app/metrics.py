@@ -136,6 +136,15 @@ class Metrics:
             ["listener", "reason"],
             registry=self.registry,
         )
+        # Kubernetes mode binds every outcome (reading_runtimes); file mode reads no runtime, so
+        # the family carries no sample there.
+        self.runtime_reads = Counter(
+            "nicguard_runtime_reads",
+            "Reads of a TrainJob's runtime the synced cache lacks, by outcome: found, not_found "
+            "and failed once per GET; remembered, joined, refused and timed_out once per request",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.cert_expiry = Gauge(
             "nicguard_certificate_expiry_timestamp_seconds",
             "Unix time at which the served certificate expires",
@@ -172,12 +181,22 @@ class Metrics:
 
     def closing(self, listener: str, reasons: Iterable[str]) -> Callable[[str], None]:
         """Counts the connections ``listener`` closes; every reason is exported (0) from now."""
-        children = {reason: self.connections_closed.labels(listener, reason) for reason in reasons}
+        return _counting(self.connections_closed, reasons, listener)
 
-        def closed(reason: str) -> None:
-            children[reason].inc()
-
-        return closed
+    def reading_runtimes(self, outcomes: Iterable[str]) -> Callable[[str], None]:
+        """Counts the runtime reads' outcomes; every outcome is exported (0) from now."""
+        return _counting(self.runtime_reads, outcomes)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _counting(counter: Counter, last: Iterable[str], *first: str) -> Callable[[str], None]:
+    """Increments ``counter``'s child labelled ``*first`` and the value given, one of ``last``:
+    each child bound now (exported as 0 from now on), none looked up per call."""
+    children = {value: counter.labels(*first, value) for value in last}
+
+    def count(value: str) -> None:
+        children[value].inc()
+
+    return count

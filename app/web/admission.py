@@ -40,7 +40,7 @@ from app.web.request import (
 )
 from app.web.response import review_response
 from app.web.router import router
-from app.web.runtime_reads import RuntimeReads
+from app.web.runtime_reads import Outcome, RuntimeReads
 
 PATH: Final = "/validate"
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
@@ -106,7 +106,12 @@ class _Validate:
     ) -> None:
         self._view, self._policy, self._metrics = view, policy, metrics
         self._body_timeout = body_timeout
-        self._runtime_reads = None if fetch_runtime is None else RuntimeReads(fetch_runtime)
+        # No fetch (file mode): no read, so no outcome of one is exported, not even as 0.
+        self._runtime_reads = (
+            None
+            if fetch_runtime is None
+            else RuntimeReads(fetch_runtime, count=metrics.reading_runtimes(Outcome))
+        )
         self._recipe = recipe
         # A ConfigMap's YAML (a runtime snapshot's data.runtime: up to 256 KiB from any ConfigMap
         # writer) is decoded here, never on the loop that answers other reviews and the probes;

@@ -20,6 +20,7 @@ import pytest
 from app.kube.client import WATCH_SECONDS, WATCH_SILENCE_ALLOWANCE
 from app.kube.watch_cache import DEFAULT_PACING
 from tests.harness import expect
+from tests.harness.audit import metrics
 from tests.harness.faults import (
     DIVERGES,
     RECOVERY_TIMEOUT,
@@ -439,6 +440,15 @@ def last_event_age(nicguard: Nicguard, cache: str) -> float:
     return float(line.removeprefix(prefix))
 
 
+def runtime_reads(nicguard: Nicguard) -> dict[str, float]:
+    """``nicguard_runtime_reads_total`` by outcome, from /metrics."""
+    return {
+        dict(labels)["outcome"]: value
+        for (name, labels), value in metrics(nicguard).items()
+        if name == "nicguard_runtime_reads_total"
+    }
+
+
 def test_a_trainjob_applied_with_its_runtime_is_judged_while_the_watch_lags(
     faults: FaultStack, namespace: str
 ) -> None:
@@ -464,6 +474,11 @@ def test_a_trainjob_applied_with_its_runtime_is_judged_while_the_watch_lags(
     held = faults.proxy.hold()
     assert held >= cut
     drift = {INTERFACES: interfaces(with_pairs(RECIPE_PAIRS, (2, 3)))}
+    # Kubernetes mode: every outcome exported, 0 or more, whatever happened before.
+    reads_before = runtime_reads(faults.nicguard)
+    assert sorted(reads_before) == sorted(
+        ["found", "not_found", "failed", "remembered", "joined", "refused", "timed_out"]
+    )
     started = time.monotonic()
     try:
         for _ in range(PAIRS_APPLIED):
@@ -483,6 +498,10 @@ def test_a_trainjob_applied_with_its_runtime_is_judged_while_the_watch_lags(
         quiet = time.monotonic() - started
         assert synced_caches(faults.nicguard)["trainingruntimes"] == 1.0
         assert last_event_age(faults.nicguard, "trainingruntimes") >= quiet
+        # One GET per TrainJob, each answered with its runtime, and no other outcome.
+        reads = runtime_reads(faults.nicguard)
+        moved = {k: reads[k] - reads_before[k] for k in reads if reads[k] != reads_before[k]}
+        assert moved == {"found": PAIRS_APPLIED}, moved
     finally:
         faults.proxy.release()
     numbers(

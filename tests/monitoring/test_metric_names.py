@@ -85,3 +85,11 @@ def test_certificate_facts_file_mode_cannot_know_are_registered_but_absent(
         assert exported[name].samples == []
     (expiry,) = exported["nicguard_certificate_expiry_timestamp_seconds"].samples
     assert expiry.value > 0
+
+
+def test_runtime_reads_file_mode_never_makes_are_registered_but_absent(
+    exported: dict[str, Metric],
+) -> None:
+    # No API to read a runtime from: no outcome is 0, each is absent.
+    assert exported["nicguard_runtime_reads"].type == "counter"
+    assert exported["nicguard_runtime_reads"].samples == []

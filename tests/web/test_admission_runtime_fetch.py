@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from app.domain.cluster import CacheStatus, ClusterSnapshot, RuntimeKey, Unverifiable
 from app.domain.fields import JsonMap
@@ -22,8 +23,9 @@ from app.domain.policy import Policy
 from app.domain.slim import slim_runtime
 from app.metrics import Metrics
 from app.web.admission import create_admission_app
+from app.web.runtime_reads import Outcome
 from tests.support.held_fetch import HeldFetch
-from tests.web.conftest import sample_review
+from tests.web.conftest import make_client, sample_review
 
 RUNTIME = ("torch-distributed-tcpxo",)
 KEY: RuntimeKey = (Kind.CLUSTER_TRAINING_RUNTIME, "", "torch-distributed-tcpxo")
@@ -48,15 +50,44 @@ def _runtime(example_state: ClusterSnapshot) -> JsonMap:
     return found
 
 
-def _client(state: ClusterSnapshot, fetch: Fetcher, runtimes: object = None) -> TestClient:
+def _client(
+    state: ClusterSnapshot, fetch: Fetcher, runtimes: object = None, metrics: Metrics | None = None
+) -> TestClient:
     view = ClusterSnapshot(
         state.network_state,
         state.recipe_state,
         {} if runtimes is None else runtimes,  # type: ignore[arg-type]
     )
-    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    metrics = metrics or Metrics(lambda: [CacheStatus(name="files", synced=True)])
     app = create_admission_app(view=view, policy=Policy(), metrics=metrics, fetch_runtime=fetch)
     return TestClient(app)
+
+
+def runtime_reads(metrics: Metrics) -> dict[str, float]:
+    """``nicguard_runtime_reads_total`` by outcome, as /metrics renders it."""
+    (family,) = (
+        f
+        for f in text_string_to_metric_families(metrics.render().decode())
+        if f.name == "nicguard_runtime_reads"
+    )
+    return {s.labels["outcome"]: s.value for s in family.samples if s.name.endswith("_total")}
+
+
+def test_every_outcome_is_exported_as_zero_from_start_where_runtimes_are_read(
+    example_state: ClusterSnapshot,
+) -> None:
+    metrics = Metrics(list)
+    _client(example_state, Fetcher(lambda: None), metrics=metrics)
+    assert runtime_reads(metrics) == dict.fromkeys(
+        ["found", "not_found", "failed", "remembered", "joined", "refused", "timed_out"], 0.0
+    )
+
+
+def test_no_outcome_is_exported_where_no_runtime_is_read(example_state: ClusterSnapshot) -> None:
+    """File mode: no fetch, so no GET whose outcomes could be 0; the family is registered."""
+    _, metrics = make_client(example_state)
+    assert "# TYPE nicguard_runtime_reads_total counter" in metrics.render().decode()
+    assert runtime_reads(metrics) == {}
 
 
 def _post(client: TestClient, name: str) -> dict[str, Any]:
@@ -71,8 +102,10 @@ def test_a_runtime_missing_from_the_cache_is_read_once_and_judged(
 ) -> None:
     runtime = slim_runtime(_runtime(example_state))
     fetch = Fetcher(lambda: runtime)
-    response = _post(_client(example_state, fetch), "trainjob-patch-drift")
+    metrics = Metrics(list)
+    response = _post(_client(example_state, fetch, metrics=metrics), "trainjob-patch-drift")
     assert fetch.calls == [KEY]
+    assert runtime_reads(metrics)[Outcome.FOUND] == 1.0
     assert response["allowed"] is False
     assert response["status"]["details"]["causes"][0]["reason"] == "MappingDivergesFromRecipe"
 
@@ -130,9 +163,15 @@ def test_a_read_that_does_not_answer_in_one_second_is_unverifiable(
         held.wait()
         return runtime
 
-    response = _post(_client(example_state, Fetcher(never)), "trainjob-patch-drift")
+    metrics = Metrics(list)
+    client = _client(example_state, Fetcher(never), metrics=metrics)
+    response = _post(client, "trainjob-patch-drift")
     assert response["status"]["code"] == 503
     assert "a GET of it gave no answer in 1 s" in response["status"]["message"]
+    # The GET still hangs: only the request that gave up is counted so far.
+    counted = runtime_reads(metrics)
+    assert counted[Outcome.TIMED_OUT] == 1.0
+    assert sum(counted.values()) == 1.0
 
 
 @pytest.mark.parametrize(
@@ -166,7 +205,7 @@ def test_forged_reviews_naming_uncached_runtimes_cost_four_gets_at_most(
     """Four GETs hang: a fifth runtime is ClusterStateUnavailable at once; once they answer
     NotFound, the same names are answered from memory, without a GET."""
     fetch = HeldFetch({f"uncached-{i}": None for i in range(5)})
-    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    metrics = Metrics(list)
     view = ClusterSnapshot(example_state.network_state, example_state.recipe_state, {})
     app = create_admission_app(view=view, policy=Policy(), metrics=metrics, fetch_runtime=fetch)
 
@@ -204,3 +243,11 @@ def test_forged_reviews_naming_uncached_runtimes_cost_four_gets_at_most(
             f"runtime ClusterTrainingRuntime/uncached-{i % 4} not found; wiring not checked"
         ]
     assert sorted(name for _, _, name in fetch.calls) == [f"uncached-{i}" for i in range(4)]
+    # What an operator reads: one request refused by the bound, four GETs sent, one request
+    # answered from memory.
+    assert runtime_reads(metrics) == {
+        **dict.fromkeys(Outcome, 0.0),
+        Outcome.REFUSED: 1.0,
+        Outcome.NOT_FOUND: 4.0,
+        Outcome.REMEMBERED: 1.0,
+    }

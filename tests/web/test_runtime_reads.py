@@ -1,10 +1,12 @@
 """The runtime GET's bounds (app.web.runtime_reads): one GET in flight per runtime, at most four
 in all (beyond: Unverifiable at once), a NotFound remembered 2 s, a hanging GET counted until its
-thread returns. Every GET blocks until the test releases it; no test waits on a clock."""
+thread returns; each outcome counted once. Every GET blocks until the test releases it; no test
+waits on a clock."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Final
 
@@ -12,7 +14,7 @@ import pytest
 
 from app.domain.cluster import RuntimeKey, Unverifiable
 from app.domain.kinds import Kind
-from app.web.runtime_reads import Fetched, RuntimeReads
+from app.web.runtime_reads import Fetched, Outcome, RuntimeReads
 from tests.support.held_fetch import RUNTIME, HeldFetch
 
 FAILED: Final = Unverifiable("GET ClusterTrainingRuntime x: HTTP 403 Forbidden")
@@ -33,12 +35,22 @@ def fetch() -> Iterator[HeldFetch]:
     held.release_all()  # no GET thread outlives its test
 
 
+@pytest.fixture
+def counted() -> list[Outcome]:
+    """The outcomes a ``RuntimeReads`` counted, in order."""
+    return []
+
+
+def tally(counted: list[Outcome]) -> dict[Outcome, int]:
+    return dict(Counter(counted))
+
+
 def run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(scenario())
 
 
-def test_requests_for_one_runtime_share_one_get(fetch: HeldFetch) -> None:
-    reads = RuntimeReads(fetch)
+def test_requests_for_one_runtime_share_one_get(fetch: HeldFetch, counted: list[Outcome]) -> None:
+    reads = RuntimeReads(fetch, count=counted.append)
 
     async def scenario() -> None:
         waiting = [reads.read(key("a"), 60) for _ in range(3)]
@@ -47,12 +59,14 @@ def test_requests_for_one_runtime_share_one_get(fetch: HeldFetch) -> None:
 
     run(scenario)
     assert fetch.calls == [key("a")]
+    # The GET counts for the request that started it; the two others joined it.
+    assert tally(counted) == {Outcome.FOUND: 1, Outcome.JOINED: 2}
 
 
 def test_a_fifth_runtime_is_unverifiable_at_once_while_four_gets_are_in_flight(
-    fetch: HeldFetch,
+    fetch: HeldFetch, counted: list[Outcome]
 ) -> None:
-    reads = RuntimeReads(fetch)
+    reads = RuntimeReads(fetch, count=counted.append)
     names = ["a", "b", "c", "d"]
 
     async def scenario() -> None:
@@ -69,12 +83,13 @@ def test_a_fifth_runtime_is_unverifiable_at_once_while_four_gets_are_in_flight(
 
     run(scenario)
     assert sorted(fetch.calls) == [key(name) for name in "abcde"]
+    assert tally(counted) == {Outcome.FOUND: 5, Outcome.REFUSED: 1, Outcome.JOINED: 1}
 
 
 def test_a_get_that_outlives_its_deadline_keeps_its_place_until_its_thread_returns(
-    fetch: HeldFetch,
+    fetch: HeldFetch, counted: list[Outcome]
 ) -> None:
-    reads = RuntimeReads(fetch)
+    reads = RuntimeReads(fetch, count=counted.append)
     names = ["a", "b", "c", "d"]
 
     async def scenario() -> None:
@@ -94,11 +109,20 @@ def test_a_get_that_outlives_its_deadline_keeps_its_place_until_its_thread_retur
     run(scenario)
     fetch.wait_entered(5)  # the GETs given up on may not have begun yet: they have now
     assert sorted(fetch.calls) == [key(name) for name in "abcde"]
+    # Only a's GET returned while the loop ran: b, c, d and e are counted when theirs return.
+    assert tally(counted) == {
+        Outcome.TIMED_OUT: 6,
+        Outcome.REFUSED: 2,
+        Outcome.JOINED: 1,
+        Outcome.FOUND: 1,
+    }
 
 
-def test_a_not_found_is_remembered_for_two_seconds_of_the_clock(fetch: HeldFetch) -> None:
+def test_a_not_found_is_remembered_for_two_seconds_of_the_clock(
+    fetch: HeldFetch, counted: list[Outcome]
+) -> None:
     now = [1000.0]
-    reads = RuntimeReads(fetch, clock=lambda: now[0])
+    reads = RuntimeReads(fetch, clock=lambda: now[0], count=counted.append)
     fetch.answers.update(gone=None, other=None)
     fetch.release("gone", "other")
 
@@ -112,18 +136,26 @@ def test_a_not_found_is_remembered_for_two_seconds_of_the_clock(fetch: HeldFetch
 
     run(scenario)
     assert fetch.calls == [key("gone"), key("other"), key("gone")]
+    assert counted == [
+        Outcome.NOT_FOUND,
+        Outcome.REMEMBERED,
+        Outcome.NOT_FOUND,
+        Outcome.NOT_FOUND,
+    ]
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "outcome"),
     [
-        pytest.param(FAILED, id="api-error"),
-        pytest.param(RuntimeError("boom"), id="bug"),
-        pytest.param(RUNTIME, id="found"),
+        pytest.param(FAILED, Outcome.FAILED, id="api-error"),
+        pytest.param(RuntimeError("boom"), Outcome.FAILED, id="bug"),
+        pytest.param(RUNTIME, Outcome.FOUND, id="found"),
     ],
 )
-def test_only_a_not_found_is_remembered(fetch: HeldFetch, answer: Fetched | Exception) -> None:
-    reads = RuntimeReads(fetch, clock=lambda: 0.0)
+def test_only_a_not_found_is_remembered(
+    fetch: HeldFetch, counted: list[Outcome], answer: Fetched | Exception, outcome: Outcome
+) -> None:
+    reads = RuntimeReads(fetch, clock=lambda: 0.0, count=counted.append)
     fetch.answers["a"] = answer
     fetch.release("a")
 
@@ -137,10 +169,13 @@ def test_only_a_not_found_is_remembered(fetch: HeldFetch, answer: Fetched | Exce
 
     run(scenario)
     assert fetch.calls == [key("a"), key("a")]
+    assert counted == [outcome, outcome]
 
 
-def test_a_failing_get_fails_every_request_waiting_for_it(fetch: HeldFetch) -> None:
-    reads = RuntimeReads(fetch)
+def test_a_failing_get_fails_every_request_waiting_for_it(
+    fetch: HeldFetch, counted: list[Outcome]
+) -> None:
+    reads = RuntimeReads(fetch, count=counted.append)
     fetch.answers["a"] = FAILED
 
     async def scenario() -> None:
@@ -150,6 +185,39 @@ def test_a_failing_get_fails_every_request_waiting_for_it(fetch: HeldFetch) -> N
 
     run(scenario)
     assert fetch.calls == [key("a")]
+    assert tally(counted) == {Outcome.FAILED: 1, Outcome.JOINED: 1}
+
+
+def test_a_request_that_joined_and_gave_up_is_timed_out_not_joined(
+    fetch: HeldFetch, counted: list[Outcome]
+) -> None:
+    reads = RuntimeReads(fetch, count=counted.append)
+    fetch.answers["a"] = None
+
+    async def scenario() -> None:
+        started = reads.read(key("a"), 60)
+        assert await reads.read(key("a"), 0) == LATE
+        fetch.release("a")
+        assert await started is None
+
+    run(scenario)
+    assert counted == [Outcome.TIMED_OUT, Outcome.NOT_FOUND]
+
+
+def test_a_get_every_request_gave_up_on_counts_its_outcome_when_it_returns(
+    fetch: HeldFetch, counted: list[Outcome]
+) -> None:
+    """The starter timed out; its GET still reached the apiserver, and is counted once."""
+    reads = RuntimeReads(fetch, count=counted.append)
+
+    async def scenario() -> None:
+        assert await reads.read(key("a"), 0) == LATE
+        joined = reads.read(key("a"), 60)
+        fetch.release("a")
+        assert await joined == RUNTIME
+
+    run(scenario)
+    assert counted == [Outcome.TIMED_OUT, Outcome.FOUND, Outcome.JOINED]
 
 
 def test_beyond_the_names_it_keeps_the_oldest_not_found_is_forgotten_first(
