@@ -324,7 +324,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
         if self._phase is _Phase.WAITING and (bodies := self._bodies) is not None:
             bodies.budget.release(self)  # answered before its body was whole: it is dropped
-        if self._phase is not _Phase.ANSWERING or self.transport.is_closing():
+        if self._phase is not _Phase.ANSWERING:
+            return
+        if self.transport.is_closing():
+            # Answered on a connection going away (a 500, or a 400 to what followed the body):
+            # its body is dropped now, not when the peer finishes the TLS close, up to
+            # ssl_shutdown_timeout later.
+            if (bodies := self._bodies) is not None:
+                bodies.budget.release(self)
             return
         if self._partial:  # part of the next one
             self._phase, self._since = _Phase.WAITING, self.loop.time()

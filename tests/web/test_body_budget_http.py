@@ -102,8 +102,10 @@ def wait_for(condition: Callable[[], bool], seconds: float = 5) -> None:
 
 
 def serving(
-    tmp_path: Path, example_state: ClusterSnapshot, app: ASGIApp | None, seconds: float = 5.0
+    tmp_path: Path, example_state: ClusterSnapshot, app: ASGIApp | None, seconds: float = 30.0
 ) -> Iterator[Served]:
+    """``seconds`` is the request deadline and the TLS close's bound (ssl_shutdown_timeout): long
+    by default, so that a reservation freed only once the TLS close ends fails ``wait_for``."""
     files = ensure_cert_dir(tmp_path / "certs", ["localhost", "127.0.0.1"])
     metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
     budget = BodyBudget(BUDGET)
