@@ -16,7 +16,11 @@ after each burst. Beside the times the report gives, per wired create, the CPU o
 the machine was, the apiserver's own mean webhook call, and the run's noise for both kinds.
 
     NICGUARD_K8S_BIN_DIR="$(scripts/k8s-bins.sh)" python -m bench.pod_door [--creates 1000]
-        [--clients 10] [--rounds 5]
+        [--clients 10] [--rounds 5] [--etcd-fsync] [--pin]
+
+``--etcd-fsync``: etcd syncs every write, as a real one does (the harness's etcd syncs none).
+``--pin``: apiserver, etcd and the clients on CPU 0, nicguard and the Go echo on CPU 1, as in a
+cluster where the webhook runs on a node of its own.
 
 Exit status 0 when the wired bursts take at most 1.15 x the time with nicguard registered, no
 create fails, and the unwired bursts differ by less than the run's noise without reaching
@@ -96,6 +100,12 @@ class Served:
     probe: str
     pid: int
     cert_dir: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    url: str
+    pid: int
 
 
 @dataclass(slots=True)
@@ -310,8 +320,8 @@ def echo_configuration(shipped: dict[str, Any], url: str, ca_bundle: str) -> dic
 
 
 @contextlib.contextmanager
-def go_echo(workdir: Path, cert_dir: Path, out: TextIO) -> Iterator[str | None]:
-    """The bare Go echo on nicguard's certificate until exit: its URL (None without ``go``)."""
+def go_echo(workdir: Path, cert_dir: Path, out: TextIO) -> Iterator[Echo | None]:
+    """The bare Go echo on nicguard's certificate until exit (None without ``go``)."""
     if shutil.which("go") is None:
         _say(out, "go not installed: the go-echo configuration is left out")
         yield None
@@ -325,9 +335,17 @@ def go_echo(workdir: Path, cert_dir: Path, out: TextIO) -> Iterator[str | None]:
         wait_until(
             partial(listening, port), timeout=30, what="go-echo listening", diagnose=process.report
         )
-        yield f"https://127.0.0.1:{port}/validate"
+        yield Echo(f"https://127.0.0.1:{port}/validate", process.pid)
     finally:
         process.stop()
+
+
+def pin(pids: Sequence[int], cpu: int) -> None:
+    """Every thread of each of ``pids`` to ``cpu`` alone (threads they start later inherit it)."""
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError):  # a thread that has just ended
+                os.sched_setaffinity(int(task.name), {cpu})
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,14 +529,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--creates", type=int, default=1000, help="Pod creates per burst")
     parser.add_argument("--clients", type=int, default=10, help="parallel clients per burst")
     parser.add_argument("--rounds", type=int, default=5, help="bursts per configuration and kind")
+    parser.add_argument(
+        "--etcd-fsync", action="store_true", help="etcd syncs every write, as a real one does"
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="apiserver, etcd and the clients on CPU 0, the webhooks on CPU 1, as a webhook runs"
+        " on a node of its own",
+    )
     args = parser.parse_args(argv)
     if not (1 <= args.creates <= 10000 and 1 <= args.clients <= 100 and 2 <= args.rounds <= 20):
         parser.error("--creates must be in 1..10000, --clients in 1..100, --rounds in 2..20")
+    if args.pin and not {0, 1} <= os.sched_getaffinity(0):
+        parser.error("--pin needs CPUs 0 and 1")
     out = sys.stdout
     _say(out, "machine: " + ", ".join(f"{k} {v}" for k, v in machine().items()))
     with tempfile.TemporaryDirectory(prefix="nicguard-bench-pods-") as tmp:
         workdir = Path(tmp)
-        plane = ControlPlane(workdir)
+        plane = ControlPlane(workdir, etcd_fsync=args.etcd_fsync)
         try:
             try:
                 plane.start()
@@ -533,11 +562,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "127.0.0.1", plane.port, plane.ca_file, plane.users["admin"].token
                 )
                 configs = {"nicguard": shipped_configuration(plane, served.url, served.ca_bundle)}
-                echo_url = stack.enter_context(go_echo(workdir, served.cert_dir, out))
-                if echo_url is not None:
+                echo = stack.enter_context(go_echo(workdir, served.cert_dir, out))
+                if echo is not None:
                     configs["go-echo"] = echo_configuration(
-                        configs["nicguard"], echo_url, served.ca_bundle
+                        configs["nicguard"], echo.url, served.ca_bundle
                     )
+                if args.pin:
+                    pin([p.pid for p in plane.processes] + [os.getpid()], 0)
+                    pin([served.pid] + ([] if echo is None else [echo.pid]), 1)
+                _say(
+                    out,
+                    f"etcd {'syncs every write' if args.etcd_fsync else 'syncs no write'};"
+                    + (
+                        " apiserver, etcd and the clients on CPU 0, the webhooks on CPU 1"
+                        if args.pin
+                        else " every process on every CPU"
+                    ),
+                )
                 switch = Switch(plane, client, configs)
                 _say(
                     out,

@@ -104,9 +104,11 @@ class ControlPlane:
         apiserver_args: Sequence[str] = (),
         *,
         otlp_endpoint: str | None = None,
+        etcd_fsync: bool = False,
     ) -> None:
         """``otlp_endpoint`` (``host:port``, off by default): export the spans of requests that
-        carry a sampled ``traceparent`` there (``TRACING_CONFIG``)."""
+        carry a sampled ``traceparent`` there (``TRACING_CONFIG``). ``etcd_fsync``: etcd syncs
+        every write to disk, as a real one does (off: tests need no durability)."""
         self.workdir = workdir
         self.bin_dir = bin_dir or binaries_dir()
         self.users = {identity.name: identity for identity in identities()}
@@ -120,6 +122,7 @@ class ControlPlane:
         self.ca_file = self.cert_dir / "apiserver.crt"  # self-signed: serving cert + its CA
         self.audit_log = workdir / "audit.log"
         self.otlp_endpoint = otlp_endpoint
+        self.etcd_fsync = etcd_fsync
 
     def start(self) -> None:
         """Start both and wait for the apiserver's /readyz; stops everything on failure."""
@@ -303,7 +306,8 @@ class ControlPlane:
         ]
         argv += [f"--listen-peer-urls={self._peer_url}"]
         argv += [f"--initial-advertise-peer-urls={self._peer_url}"]
-        argv += [f"--initial-cluster=default={self._peer_url}", "--unsafe-no-fsync=true"]
+        argv += [f"--initial-cluster=default={self._peer_url}"]
+        argv += [f"--unsafe-no-fsync={'false' if self.etcd_fsync else 'true'}"]
         argv += ["--log-level=warn"]
         self.processes.insert(0, Process("etcd", argv, self.workdir / "etcd.log"))
 
