@@ -1,19 +1,14 @@
 """docs/ against the code, so the reference operators read cannot drift from what nicguard does.
 
-docs/rules.md and its family pages docs/rules/*.md: one ``## <Code>`` section per ``Code`` member,
-on a family page, and one row per code in the index's table linking to it. Each ```yaml block is
-followed by a ```console block whose first line is the ``nicguard check`` command that judges it
-(state and flags included) and whose rest is the output: the test runs that command through
-``app.commands.check.check_files`` and compares the output exactly (verdict, messages, field
-paths), and requires the section's code among the violations (or among the waived ones, for the
+docs/rules.md: one ``## <Code>`` section per ``Code`` member. Each ```yaml block is followed by a
+```console block whose first line is the ``nicguard check`` command that judges it (state and
+flags included) and whose rest is the output: the test runs that command through
+``app.commands.check.check_files`` and compares the output exactly (verdict, messages, field paths),
+and requires the section's code among the violations (or among the waived ones, for the
 warning variants). Blocks marked ```yaml live-only <view> cannot run in file mode: they are judged
 against the examples/cluster state with one part made unavailable (<view>), and the ```text line
 after them is the message with ``<reason>`` standing for the cache's reason. The AdmissionReview
-response and the kubectl line of the complete denial (docs/rules/denials.md) are rebuilt with
-app.web.response.
-
-Every relative Markdown link of the repository's own pages resolves: its file exists and its
-anchor, if any, is a heading of that file (GitHub's slugs).
+response and the kubectl line of "How a denial looks" are rebuilt with app.web.response.
 
 docs/configuration.md: every setting of app/config.py and app/config.py has a table row
 with its flag, variable, default and the commands that honour it (read from the parser); every
@@ -31,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -64,9 +58,8 @@ from app.web.response import review_response
 from tests.support.paths import ROOT
 
 RULES: Final = ROOT / "docs" / "rules.md"
-FAMILIES: Final = tuple(sorted((ROOT / "docs" / "rules").glob("*.md")))
 CONFIGURATION: Final = ROOT / "docs" / "configuration.md"
-INTRO: Final = "A denied runtime"
+INTRO: Final = "How a denial looks"
 LIVE_STATE: Final = "examples/cluster"
 REASON: Final = "networks cache not synced: initial list pending"
 WEBHOOK: Final = "validate.nicguard.dev"
@@ -79,11 +72,6 @@ class Block:
     info: str
     body: str
     line: int
-    page: Path
-
-    @property
-    def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -93,7 +81,6 @@ class Section:
     title: str
     prose: str
     blocks: tuple[Block, ...]
-    page: Path
 
     @property
     def is_code(self) -> bool:
@@ -111,24 +98,23 @@ def sections(path: Path) -> list[Section]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if fence is not None:
             if line.startswith("```"):
-                text = "".join(f"{x}\n" for x in fence[2])
-                blocks.append(Block(fence[0], text, fence[1], path))
+                blocks.append(Block(fence[0], "".join(f"{x}\n" for x in fence[2]), fence[1]))
                 fence = None
             else:
                 fence[2].append(line)
         elif line.startswith("```"):
             fence = (line[3:].strip(), number, [])
         elif line.startswith("## "):
-            found.append(Section(title, "\n".join(prose), tuple(blocks), path))
+            found.append(Section(title, "\n".join(prose), tuple(blocks)))
             title, prose, blocks = line[3:].strip(), [], []
         else:
             prose.append(line)
     assert fence is None, f"{path}: unclosed fenced block"
-    found.append(Section(title, "\n".join(prose), tuple(blocks), path))
+    found.append(Section(title, "\n".join(prose), tuple(blocks)))
     return found
 
 
-RULE_SECTIONS: Final = [s for page in (RULES, *FAMILIES) for s in sections(page)]
+RULE_SECTIONS: Final = sections(RULES)
 
 
 def section(title: str) -> Section:
@@ -154,105 +140,19 @@ def test_every_code_section_says_when_shows_and_fixes() -> None:
 
 
 def slug(title: str) -> str:
-    """GitHub's heading anchor: link text kept, lowercase, punctuation but - and _ dropped."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title).strip().lower()
-    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+    """GitHub's heading anchor."""
+    return re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
 
 
-INDEX_ROW: Final = re.compile(
-    r"^\| \[`(?P<code>\w+)`\]\(rules/(?P<page>[\w-]+\.md)#(?P<anchor>[\w-]+)\) \|"
-)
-
-
-def test_the_index_lists_every_code_once_linking_to_its_section() -> None:
-    rows = [
-        m for line in RULES.read_text(encoding="utf-8").splitlines() if (m := INDEX_ROW.match(line))
-    ]
-    assert sorted(m["code"] for m in rows) == sorted(code.value for code in Code)
-    for row in rows:
-        (found,) = (s for s in RULE_SECTIONS if s.title == row["code"])
-        assert (found.page.name, slug(found.title)) == (row["page"], row["anchor"]), row["code"]
-
-
-def test_code_sections_live_on_the_family_pages_not_the_index() -> None:
-    assert FAMILIES
-    assert [s.title for s in RULE_SECTIONS if s.is_code and s.page == RULES] == []
-
-
-MARKDOWN: Final = tuple(
-    sorted(
-        {
-            *ROOT.glob("*.md"),
-            *(ROOT / "docs").rglob("*.md"),
-            *(ROOT / "manifests").rglob("*.md"),
-            *(ROOT / "charts").rglob("*.md"),
-            *(ROOT / "certs").rglob("*.md"),
-        }
+def test_links_into_the_rules_page_resolve() -> None:
+    anchors = {slug(s.title) for s in RULE_SECTIONS if s.title}
+    rules_text = RULES.read_text(encoding="utf-8")
+    config_text = CONFIGURATION.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(#([^)]+)\)", rules_text) + re.findall(
+        r"\]\(rules\.md#([^)]+)\)", config_text
     )
-)
-LINK: Final = re.compile(r"\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
-CODE_SPAN: Final = re.compile(r"``.*?``|`[^`]*`")
-
-
-def prose_lines(path: Path) -> list[tuple[int, str]]:
-    """The numbered lines of a Markdown page outside fenced blocks (indented fences included)."""
-    found = []
-    fenced = False
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        elif not fenced:
-            found.append((number, line))
-    return found
-
-
-def anchors_of(path: Path) -> set[str]:
-    """Every heading's anchor, repeats numbered ``-1``, ``-2`` as GitHub numbers them."""
-    seen: Counter[str] = Counter()
-    found = set()
-    for _, line in prose_lines(path):
-        if heading := re.match(r"#{1,6} (.+)", line):
-            anchor = slug(heading[1])
-            found.add(f"{anchor}-{seen[anchor]}" if seen[anchor] else anchor)
-            seen[anchor] += 1
-    return found
-
-
-def test_the_slug_is_githubs() -> None:
-    assert slug("Policies that turn a denial into a warning") == (
-        "policies-that-turn-a-denial-into-a-warning"
-    )
-    assert slug("The workload doors: JobSets, Jobs and Pods") == (
-        "the-workload-doors-jobsets-jobs-and-pods"
-    )
-    assert slug("`snapshot_json` and [more](x.md)") == "snapshot_json-and-more"
-
-
-@pytest.mark.parametrize("page", MARKDOWN, ids=lambda page: str(page.relative_to(ROOT)))
-def test_every_relative_link_resolves_to_a_file_and_heading(page: Path) -> None:
-    broken = []
-    for number, line in prose_lines(page):
-        for link in LINK.finditer(CODE_SPAN.sub("", line)):
-            target = link["target"]
-            if re.match(r"[a-z][a-z0-9+.-]*:", target):
-                continue  # http:, https:, mailto: are not files of the repository
-            path, _, anchor = target.partition("#")
-            resolved = (page.parent / unquote(path)).resolve() if path else page
-            if not resolved.exists():
-                broken.append(f"{number}: {target} (no such file)")
-            elif anchor and resolved.suffix == ".md" and anchor not in anchors_of(resolved):
-                broken.append(f"{number}: {target} (no such heading)")
-    assert broken == []
-
-
-def test_the_index_links_to_every_family_page() -> None:
-    """Every page is found from the index, and the link check above does read its links."""
-    targets = {
-        link["target"].partition("#")[0]
-        for _, line in prose_lines(RULES)
-        for link in LINK.finditer(CODE_SPAN.sub("", line))
-    }
-    assert {f"rules/{page.name}" for page in FAMILIES} <= targets
+    assert links
+    assert sorted(set(links) - anchors) == []
 
 
 # --- (b), (c) every example is judged as documented ----------------------------------------
@@ -279,7 +179,7 @@ def examples() -> list[Example]:
         for position, block in enumerate(blocks):
             if block.info.split()[:1] != ["yaml"]:
                 continue
-            assert position + 1 < len(blocks), f"{block.where}: no output after it"
+            assert position + 1 < len(blocks), f"rules.md:{block.line}: no output after it"
             found.append(Example(page_section.title, block, blocks[position + 1]))
     return found
 
@@ -315,7 +215,7 @@ def parse_command(line: str) -> tuple[list[str], dict[str, str]]:
 
 def documented_check(example: Example, tmp_path: Path) -> tuple[CheckRun, str]:
     """The check command of an example, with its file written to ``tmp_path``; and its output."""
-    assert example.result.info == "console", f"{example.result.where}: not a console"
+    assert example.result.info == "console", f"rules.md:{example.result.line}: not a console"
     command, _, output = example.result.body.partition("\n")
     argv, environ = parse_command(command)
     assert argv[:1] == ["check"], command
@@ -398,7 +298,7 @@ def test_live_only_example_yields_its_code_and_the_documented_message(example: E
     verdict = evaluate(review, live_view(view), settings.policy)
     assert {v.code.value for v in verdict.violations} == {example.title}
     assert verdict.undecided is (example.title == Code.CLUSTER_STATE_UNAVAILABLE)
-    assert example.result.info == "text", f"{example.result.where}: not a text block"
+    assert example.result.info == "text", f"rules.md:{example.result.line}: not a text block"
     documented = example.result.body.strip().replace("<reason>", REASON)
     assert documented in [v.render() for v in verdict.violations]
 
