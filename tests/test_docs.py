@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -140,8 +141,75 @@ def test_every_code_section_says_when_shows_and_fixes() -> None:
 
 
 def slug(title: str) -> str:
-    """GitHub's heading anchor."""
-    return re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+    """GitHub's heading anchor: link text kept, lowercase, punctuation but - and _ dropped."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+MARKDOWN: Final = tuple(
+    sorted(
+        {
+            *ROOT.glob("*.md"),
+            *(ROOT / "docs").rglob("*.md"),
+            *(ROOT / "manifests").rglob("*.md"),
+            *(ROOT / "charts").rglob("*.md"),
+            *(ROOT / "certs").rglob("*.md"),
+        }
+    )
+)
+LINK: Final = re.compile(r"\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+CODE_SPAN: Final = re.compile(r"``.*?``|`[^`]*`")
+
+
+def prose_lines(path: Path) -> list[tuple[int, str]]:
+    """The numbered lines of a Markdown page outside fenced blocks (indented fences included)."""
+    found = []
+    fenced = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced:
+            found.append((number, line))
+    return found
+
+
+def anchors_of(path: Path) -> set[str]:
+    """Every heading's anchor, repeats numbered ``-1``, ``-2`` as GitHub numbers them."""
+    seen: Counter[str] = Counter()
+    found = set()
+    for _, line in prose_lines(path):
+        if heading := re.match(r"#{1,6} (.+)", line):
+            anchor = slug(heading[1])
+            found.add(f"{anchor}-{seen[anchor]}" if seen[anchor] else anchor)
+            seen[anchor] += 1
+    return found
+
+
+def test_the_slug_is_githubs() -> None:
+    assert slug("Policies that turn a denial into a warning") == (
+        "policies-that-turn-a-denial-into-a-warning"
+    )
+    assert slug("The workload doors: JobSets, Jobs and Pods") == (
+        "the-workload-doors-jobsets-jobs-and-pods"
+    )
+    assert slug("`snapshot_json` and [more](x.md)") == "snapshot_json-and-more"
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_relative_link_resolves_to_a_file_and_heading(page: Path) -> None:
+    broken = []
+    for number, line in prose_lines(page):
+        for link in LINK.finditer(CODE_SPAN.sub("", line)):
+            target = link["target"]
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                continue  # http:, https:, mailto: are not files of the repository
+            path, _, anchor = target.partition("#")
+            resolved = (page.parent / unquote(path)).resolve() if path else page
+            if not resolved.exists():
+                broken.append(f"{number}: {target} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors_of(resolved):
+                broken.append(f"{number}: {target} (no such heading)")
+    assert broken == []
 
 
 def test_links_into_the_rules_page_resolve() -> None:
