@@ -237,9 +237,8 @@ class ControlPlane:
         )
 
     def wait_apiserver_ready(self, timeout: float = START_TIMEOUT) -> None:
-        token = self.users["admin"].token
         wait_until(
-            lambda: self._readyz(token),
+            lambda: (self._alive() and self.apiserver_ready()) or None,  # a dead process fails
             timeout=timeout,
             what="kube-apiserver /readyz",
             diagnose=self.report,
@@ -356,12 +355,6 @@ class ControlPlane:
         if dead:
             raise RuntimeError(f"{', '.join(dead)} exited\n{self.report()}")
         return True
-
-    def _readyz(self, token: str) -> bool | None:
-        context = self.trust() if self._alive() else None
-        if context is None:
-            return None
-        return http_status(f"{self.server}/readyz", context=context, token=token) == 200 or None
 
     def trust(self) -> ssl.SSLContext | None:
         """A context trusting the apiserver's self-signed certificate; None until the apiserver
