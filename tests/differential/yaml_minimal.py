@@ -25,8 +25,39 @@ _MERGE_BAD: Final = "                  <<: {networking.gke.io/interfaces: bad}\n
 _LAUNCHER: Final = "spec:\n  mlPolicy: {mpi: {runLauncherAsNode: FLAG}}\n"
 
 
-def _edited(*edits: tuple[str, str]) -> str:
-    text = _MINIMAL
+_CLAIMED: Final = """\
+metadata: {name: rt, labels: {nicguard.dev/profile: a4-dranet}}
+spec:
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          spec:
+            template:
+              spec:
+                resourceClaims:
+                - name: rdma
+                  resourceClaimTemplateName: default-rdma
+                containers:
+                - name: node
+                  resources:
+                    claims:
+                    - name: rdma
+"""
+_POD_SPEC: Final = "              spec:\n"
+_CLAIMS: Final = "                resourceClaims:\n"
+_TEMPLATE: Final = "                  resourceClaimTemplateName: default-rdma\n"
+_ONE_NIC: Final = (
+    "                - name: rdma\n                  resourceClaimTemplateName: rdma-one-nic\n"
+)
+
+
+def _claimed(*edits: tuple[str, str]) -> str:
+    return _edited(*edits, text=_CLAIMED)
+
+
+def _edited(*edits: tuple[str, str], text: str = _MINIMAL) -> str:
     for old, new in edits:
         assert old in text, old
         text = text.replace(old, new, 1)
@@ -93,6 +124,27 @@ MINIMAL: Final = (
     (
         "a custom tag on a map",
         _edited(("              metadata:", "              metadata: !custom")),
+    ),
+    ("a second resourceclaims list", _claimed((_CLAIMS, _CLAIMS.lower() + _ONE_NIC + _CLAIMS))),
+    ("a second resourceClaims list", _claimed((_TEMPLATE, _TEMPLATE + _CLAIMS + _ONE_NIC))),
+    (
+        "resourceclaimtemplatename beside the real key",
+        _claimed(
+            (_TEMPLATE, _TEMPLATE + _TEMPLATE.lower().replace("default-rdma", "rdma-one-nic"))
+        ),
+    ),
+    (
+        "a second pod U+017F spec",
+        _claimed((_POD_SPEC, f"{_POD_SPEC[:14]}\u017fpec:\n{_CLAIMS}{_ONE_NIC}{_POD_SPEC}")),
+    ),
+    (
+        "a merge key under a claim",
+        _claimed((_TEMPLATE, _TEMPLATE + "                  <<: {resourceClaimTemplateName: x}\n")),
+    ),
+    ("a claim template named y", _claimed(("Name: default-rdma", "Name: y"))),
+    (
+        "a container claim Name",
+        _claimed(("                    - name: rdma\n", "                    - Name: rdma\n")),
     ),
 )
 """Each construct alone, in the smallest runtime: what the findings list."""
