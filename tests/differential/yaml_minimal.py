@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-_MINIMAL: Final = """\
-kind: ClusterTrainingRuntime
-metadata: {name: rt}
+from tests.support.claimed_snapshots import TAMPERED
+
+_NODE: Final = """\
 spec:
   template:
     spec:
@@ -16,6 +16,11 @@ spec:
         template:
           spec:
             template:
+"""
+_MINIMAL: Final = f"""\
+kind: ClusterTrainingRuntime
+metadata: {{name: rt}}
+{_NODE}\
               metadata:
                 annotations:
                   networking.gke.io/interfaces: good
@@ -25,16 +30,9 @@ _MERGE_BAD: Final = "                  <<: {networking.gke.io/interfaces: bad}\n
 _LAUNCHER: Final = "spec:\n  mlPolicy: {mpi: {runLauncherAsNode: FLAG}}\n"
 
 
-_CLAIMED: Final = """\
-metadata: {name: rt, labels: {nicguard.dev/profile: a4-dranet}}
-spec:
-  template:
-    spec:
-      replicatedJobs:
-      - name: node
-        template:
-          spec:
-            template:
+_CLAIMED: Final = f"""\
+metadata: {{name: rt, labels: {{nicguard.dev/profile: a4-dranet}}}}
+{_NODE}\
               spec:
                 resourceClaims:
                 - name: rdma
@@ -45,12 +43,7 @@ spec:
                     claims:
                     - name: rdma
 """
-_POD_SPEC: Final = "              spec:\n"
-_CLAIMS: Final = "                resourceClaims:\n"
 _TEMPLATE: Final = "                  resourceClaimTemplateName: default-rdma\n"
-_ONE_NIC: Final = (
-    "                - name: rdma\n                  resourceClaimTemplateName: rdma-one-nic\n"
-)
 
 
 def _claimed(*edits: tuple[str, str]) -> str:
@@ -125,17 +118,10 @@ MINIMAL: Final = (
         "a custom tag on a map",
         _edited(("              metadata:", "              metadata: !custom")),
     ),
-    ("a second resourceclaims list", _claimed((_CLAIMS, _CLAIMS.lower() + _ONE_NIC + _CLAIMS))),
-    ("a second resourceClaims list", _claimed((_TEMPLATE, _TEMPLATE + _CLAIMS + _ONE_NIC))),
+    *((label, _claimed(edit)) for label, edit in TAMPERED.items()),
     (
-        "resourceclaimtemplatename beside the real key",
-        _claimed(
-            (_TEMPLATE, _TEMPLATE + _TEMPLATE.lower().replace("default-rdma", "rdma-one-nic"))
-        ),
-    ),
-    (
-        "a second pod U+017F spec",
-        _claimed((_POD_SPEC, f"{_POD_SPEC[:14]}\u017fpec:\n{_CLAIMS}{_ONE_NIC}{_POD_SPEC}")),
+        "a second resourceClaims list",
+        _claimed((_TEMPLATE, _TEMPLATE + "                resourceClaims: [{name: rdma}]\n")),
     ),
     (
         "a merge key under a claim",
