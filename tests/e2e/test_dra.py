@@ -2,8 +2,9 @@
 
 The DeviceClasses GKE installs, ResourceClaimTemplates in two namespaces as cluster-toolkit's
 ``default-rdma`` (every RDMA NIC in one, one NIC in the other), and TrainingRuntimes bound to
-``a4-dranet`` by label: each code through ``kubectl apply``, one runtime admitted, and the
-continuous audit following a template that goes away. A control plane of its own.
+``a4-dranet`` by label: each code through ``kubectl apply``, one runtime admitted, the
+continuous audit following a template that goes away, and a runtime snapshot whose claims Trainer
+would read by case folding refused. A control plane of its own.
 """
 
 from __future__ import annotations
