@@ -1,6 +1,6 @@
 """A runtime copy as Trainer's typed decoding (Go's encoding/json into its runtime types) reads
-it, checked on the path to the wiring: where that reading could differ from nicguard's exact keys,
-the copy is refused (docs/rules.md, RuntimeSnapshotInvalid)."""
+it, checked on the path to the wiring (DRA claims included): where that reading could differ from
+nicguard's exact keys, the copy is refused (docs/rules.md, RuntimeSnapshotInvalid)."""
 
 from __future__ import annotations
 
@@ -30,13 +30,32 @@ _STRING_MAP: Final = "a map of strings"
 # The only runes beyond ASCII that Go's case folding (encoding/json's foldName, unicode.SimpleFold)
 # takes onto ASCII letters: KELVIN SIGN, LATIN SMALL LETTER LONG S, I WITH DOT ABOVE, DOTLESS I.
 _ASCII_FOLDS: Final = {"\u212a": "k", "\u017f": "s", "\u0130": "i", "\u0131": "i"}
-# A path to a wired template's annotations is ~70 characters before a key is named.
-_PATH_SHOWN: Final = 160
+# A path to a container's claim references is ~110 characters before a key is named.
+_PATH_SHOWN: Final = 200
 
 _META: Final = _Struct(
     {"name": _STRING, "namespace": _STRING, "labels": _STRING_MAP, "annotations": _STRING_MAP}
 )
-_POD_TEMPLATE: Final = _Struct({"metadata": _META})
+# DRA claims (docs/dra.md) are on the path too: the pod's, and each container's references.
+_CLAIM_REFERENCES: Final = _Struct(
+    {"resources": _Struct({"claims": _ListOf(_Struct({"name": _STRING, "request": _STRING}))})}
+)
+_POD_SPEC: Final = _Struct(
+    {
+        "resourceClaims": _ListOf(
+            _Struct(
+                {
+                    "name": _STRING,
+                    "resourceClaimTemplateName": _STRING,
+                    "resourceClaimName": _STRING,
+                }
+            )
+        ),
+        "containers": _ListOf(_CLAIM_REFERENCES),
+        "initContainers": _ListOf(_CLAIM_REFERENCES),
+    }
+)
+_POD_TEMPLATE: Final = _Struct({"metadata": _META, "spec": _POD_SPEC})
 _JOB_TEMPLATE: Final = _Struct({"metadata": _META, "spec": _Struct({"template": _POD_TEMPLATE})})
 _REPLICATED_JOB: Final = _Struct({"name": _STRING, "template": _JOB_TEMPLATE})
 _SPEC: Final = _Struct(

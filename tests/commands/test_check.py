@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.builders import INTERFACES, annotation, runtime_patch, trainjob
+from tests.support.claimed_snapshots import FOLDED, TAMPERED, claimed_copy
 from tests.support.paths import UPSTREAM
 from tests.test_cli import ROOT, STATE, nicguard
 
@@ -569,3 +570,25 @@ def test_the_dranet_cluster_runtime_alone_is_allowed() -> None:
     run = nicguard("check", "--state", DRANET, f"{DRANET}/torch-distributed-dranet.yaml")
     assert run.returncode == 0, run.stdout
     assert run.stdout.splitlines()[0] == "ALLOWED ClusterTrainingRuntime torch-distributed-dranet"
+
+
+@pytest.mark.parametrize("tampering", list(TAMPERED))
+def test_a_snapshot_whose_claims_trainer_reads_by_folding_is_runtime_snapshot_invalid(
+    tmp_path: Path, tampering: str
+) -> None:
+    """Trainer v2.3.0 reads rdma-one-nic from the tampered copy, whose exact keys say
+    default-rdma: refused naming the folded key; Trainer's own copy is allowed."""
+    copies = tmp_path / "copies.yaml"
+    copies.write_text(yaml.safe_dump_all([claimed_copy(), claimed_copy(TAMPERED[tampering])]))
+    run = nicguard("check", "--state", DRANET, "--output", "json", str(copies))
+    assert run.returncode == 1, run.stdout + run.stderr
+    untouched, tampered = json.loads(run.stdout)["results"]
+    assert (untouched["allowed"], untouched["violations"]) == (True, [])
+    assert tampered["allowed"] is False
+    (violation,) = tampered["violations"]
+    assert (violation["code"], violation["field"]) == ("RuntimeSnapshotInvalid", "data.runtime")
+    assert violation["message"].startswith(
+        "ConfigMap team-a/tj-runtime-snapshot (runtime snapshot of TrainJob team-a/tj): the copy "
+        "in data.runtime cannot be read as Trainer reads it: `spec.template.spec.replicatedJobs"
+    )
+    assert f"{FOLDED[tampering]}` may be read by Trainer as" in violation["message"]

@@ -56,13 +56,25 @@ class Effective:
     """Every other job after the merge whose pod annotations carry the interfaces key."""
 
 
+PodClaimRef = tuple[str, str | None, str | None]
+"""A pod's ``resourceClaims`` entry as ``corev1.PodResourceClaim`` holds it: ``(name,
+resourceClaimTemplateName, resourceClaimName)`` (None: nil)."""
+ContainerClaimRef = tuple[str, str]
+"""A container's ``resources.claims`` entry as ``corev1.ResourceClaim`` holds it: ``(name,
+request)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotJob:
-    """A replicatedJob of a decoded snapshot: its Job-template labels, pod-template annotations."""
+    """A replicatedJob of a decoded snapshot: its Job-template labels, pod-template annotations,
+    and its pod template's DRA claims: the pod's, and each (init) container's, in list order."""
 
     name: str
     labels: dict[str, str] | None
     annotations: dict[str, str] | None
+    resource_claims: tuple[PodClaimRef, ...] = ()
+    container_claims: tuple[tuple[ContainerClaimRef, ...], ...] = ()
+    init_container_claims: tuple[tuple[ContainerClaimRef, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +282,37 @@ def _snapshot_job(item: object) -> SnapshotJob:
         name=str(item["name"]),
         labels=_strings(item.get("labels")),
         annotations=_strings(item.get("annotations")),
+        resource_claims=tuple(_pod_claim(claim) for claim in _list(item.get("resourceClaims"))),
+        container_claims=_containers_claims(item.get("containerClaims")),
+        init_container_claims=_containers_claims(item.get("initContainerClaims")),
     )
+
+
+def _optional(value: object) -> str | None:
+    assert value is None or isinstance(value, str), value
+    return value
+
+
+def _pod_claim(item: object) -> PodClaimRef:
+    assert isinstance(item, dict)
+    name = item["name"]
+    assert isinstance(name, str)
+    template, claim = item.get("resourceClaimTemplateName"), item.get("resourceClaimName")
+    return (name, _optional(template), _optional(claim))
+
+
+def _containers_claims(value: object) -> tuple[tuple[ContainerClaimRef, ...], ...]:
+    found = []
+    for claims in _list(value):
+        refs = []
+        for item in _list(claims):
+            assert isinstance(item, dict)
+            name, request = item["name"], item.get("request", "")
+            assert isinstance(name, str)
+            assert isinstance(request, str)
+            refs.append((name, request))
+        found.append(tuple(refs))
+    return tuple(found)
 
 
 def _jobs(value: object) -> tuple[WiredJob, ...]:

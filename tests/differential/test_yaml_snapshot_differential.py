@@ -12,8 +12,10 @@ property, for each text:
 - Trainer cannot decode it (its reconcile fails: nothing runs), or
 - nicguard reads what Trainer reads — apiVersion, kind, name, namespace, labels,
   ``runLauncherAsNode``, the wired jobs and their pod annotations, every replicatedJob's name,
-  labels and annotations, types included (``y`` is not ``"y"``, ``true`` not ``"true"``) — and
-  its verdict on the copy is its verdict on Trainer's decoded runtime created as such.
+  labels, annotations and DRA claims (the pod's ``resourceClaims``, each container's and init
+  container's ``resources.claims``), types included (``y`` is not ``"y"``, ``true`` not
+  ``"true"``) — and its verdict on the copy is its verdict on a copy holding Trainer's decoded
+  runtime (the same door, the pods in the same namespace, with its ResourceClaimTemplates).
 
 Anything else is a FAIL-OPEN, listed with the text. Pinned upstream (tests/oracle/go.mod, go.sum):
 github.com/kubeflow/trainer/v2 v2.3.0, sigs.k8s.io/yaml v1.6.0 and go.yaml.in/yaml/v2 v2.4.3 (the

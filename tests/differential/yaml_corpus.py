@@ -1,7 +1,8 @@
 """The generated corpus of YAML texts the YAML differential tests read with Trainer's, kubectl's and
 nicguard's readers: real runtimes (Trainer's snapshot of AICR's TCPXO runtime, an MPI runtime, a
-TrainingRuntime copy without apiVersion/kind) misspelled one construct at a time at every step of
-the path to the wiring. Deterministic: a table times a product, no randomness."""
+TrainingRuntime copy without apiVersion/kind, a runtime wired by DRA claims) misspelled one
+construct at a time at every step of the path to the wiring, DRA claims included.
+Deterministic: a table times a product, no randomness."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Final
 
 import yaml
 
-from tests.builders import DEFAULT_INTERFACE, INTERFACES
+from tests.builders import DEFAULT_INTERFACE, INTERFACES, PROFILE, by_template
 from tests.differential.yaml_minimal import MINIMAL
 from tests.differential.yaml_mutations import (
     FEW,
@@ -24,8 +25,9 @@ from tests.differential.yaml_mutations import (
     SPELLINGS,
     entry_mutations,
     job_mutations,
+    list_mutations,
 )
-from tests.differential.yaml_text import Node, Seq, Step, at, node_of, text_of
+from tests.differential.yaml_text import Map, Node, Seq, Step, at, node_of, text_of
 from tests.support.paths import ROOT
 
 ANCESTOR: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -87,6 +89,46 @@ def _runtime(name: str, *, namespaced: bool, typed: bool) -> dict[str, object]:
     return found
 
 
+def _dra_runtime() -> dict[str, object]:
+    """An A4 ClusterTrainingRuntime wired by DRA claims (docs/dra.md): its node pod claims all
+    RDMA NICs (default-rdma) and the netdev NICs, in its containers and an init container; an
+    evaluator job (not wired) shares one ResourceClaim."""
+
+    def job(name: str, labels: dict[str, str], pod: dict[str, object]) -> dict[str, object]:
+        return {
+            "name": name,
+            "template": {"metadata": {"labels": labels}, "spec": {"template": {"spec": pod}}},
+        }
+
+    def container(name: str, *claims: dict[str, str]) -> dict[str, object]:
+        return {"name": name, "image": "busybox", "resources": {"claims": list(claims)}}
+
+    node = {
+        "resourceClaims": [by_template(), by_template("default-netdev", name="netdev")],
+        "initContainers": [container("setup", {"name": "netdev"})],
+        "containers": [container("node", {"name": "rdma", "request": "rdma"}, {"name": "netdev"})],
+    }
+    evaluator = {
+        "resourceClaims": [{"name": "shared", "resourceClaimName": "shared-rdma"}],
+        "containers": [container("evaluator", {"name": "shared"})],
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-distributed-dranet", "labels": {PROFILE: "a4-dranet"}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        job("node", {ANCESTOR: "trainer"}, node),
+                        job("evaluator", {}, evaluator),
+                    ]
+                }
+            },
+        },
+    }
+
+
 @cache
 def snapshot_fixture_text() -> str:
     """``data.runtime`` of the upstream fixture: Trainer v2.3.0's Marshal of AICR's TCPXO CTR."""
@@ -103,6 +145,7 @@ def bases() -> dict[str, Node]:
         "trainer-snapshot": node_of(fixture),
         "mpi-ctr": node_of(_runtime(RUNTIME, namespaced=False, typed=True)),
         "bare-tr": node_of(_runtime(RUNTIME, namespaced=True, typed=False)),
+        "dra-ctr": node_of(_dra_runtime()),
     }
 
 
@@ -145,6 +188,57 @@ def wiring_paths(root: Node) -> Iterator[tuple[Step, ...]]:
         ):
             if _has(root, (*job, *tail)):
                 yield (*job, *tail)
+        yield from claims_paths(root, (*job, "template", "spec", "template", "spec"))
+
+
+_POD_CLAIM_FIELDS: Final = ("name", "resourceClaimTemplateName", "resourceClaimName")
+_CONTAINER_LISTS: Final = ("initContainers", "containers")
+
+
+def claims_paths(root: Node, spec: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:
+    """Every map entry on the path to the DRA claims of the pod spec at ``spec``: the spec, its
+    ``resourceClaims`` and each entry's fields, each (init) container's ``resources.claims``
+    and each reference's fields."""
+    claims = (*spec, "resourceClaims")
+    found = [spec, claims]
+    found += [(*claims, i, key) for i in range(_length(root, claims)) for key in _POD_CLAIM_FIELDS]
+    for containers in ((*spec, key) for key in _CONTAINER_LISTS):
+        found.append(containers)
+        for index in range(_length(root, containers)):
+            used = (*containers, index, "resources", "claims")
+            found += [used[:-1], used]
+            found += [(*used, i, key) for i in range(_length(root, used)) for key in _REFERENCE]
+    yield from (path for path in found if _has(root, path))
+
+
+_REFERENCE: Final = ("name", "request")
+
+
+def claims_lists(root: Node) -> Iterator[tuple[str, tuple[Step, ...]]]:
+    """The lists of maps on the path to the DRA claims, each with a name for its mutations."""
+    jobs = at(root, RUNTIME_PATH)
+    assert isinstance(jobs, Seq)
+    for index in range(len(jobs.items)):
+        spec: tuple[Step, ...] = (*RUNTIME_PATH, index, "template", "spec", "template", "spec")
+        lists = [(*spec, "resourceClaims"), *((*spec, key) for key in _CONTAINER_LISTS)]
+        for key in _CONTAINER_LISTS:
+            containers = (*spec, key)
+            lists += (
+                (*containers, i, "resources", "claims") for i in range(_length(root, containers))
+            )
+        for path in lists:
+            if _length(root, path):
+                yield ".".join(str(step) for step in path), path
+
+
+def _length(root: Node, path: tuple[Step, ...]) -> int:
+    """How many items the list at ``path`` has (0: absent, or not a list of maps)."""
+    if not _has(root, path):
+        return 0
+    found = at(root, path)
+    if not isinstance(found, Seq) or not all(isinstance(i, Map) for i in found.items):
+        return 0
+    return len(found.items)
 
 
 def _has(root: Node, path: tuple[Step, ...]) -> bool:
@@ -180,7 +274,7 @@ def text_forms(label: str, text: str) -> Iterator[Case]:
     yield Case(f"{label}: json", json.dumps(yaml.safe_load(text)))
 
 
-BASES: Final = ("mpi-ctr", "bare-tr", "trainer-snapshot", "minimal")
+BASES: Final = ("mpi-ctr", "bare-tr", "trainer-snapshot", "dra-ctr", "minimal")
 
 
 @cache
@@ -201,4 +295,7 @@ def snapshot_corpus(base: str) -> tuple[Case, ...]:
             found.append(Case(f"{base}: {shown}: {mutation}", text_of(mutated)))
     for mutation, mutated in job_mutations(root):
         found.append(Case(f"{base}: {mutation}", text_of(mutated)))
+    for shown, path in claims_lists(root):
+        for mutation, mutated in list_mutations(root, path, "entries"):
+            found.append(Case(f"{base}: {shown}: {mutation}", text_of(mutated)))
     return tuple(found)

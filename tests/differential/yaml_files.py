@@ -55,7 +55,9 @@ STREAMS: Final = (
 """Whole files: empty and comment-only documents, JSON streams, scalars and lists."""
 
 
-FILE_GROUPS: Final = (*BASES, "documents")
+FILE_GROUPS: Final = (*(base for base in BASES if base != "dra-ctr"), "documents")
+"""The snapshot bases but the DRA one: kubectl's reading knows no field names, and that base's
+constructs are the others' under other keys (it is the snapshot differential's)."""
 
 
 @cache

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-_MINIMAL: Final = """\
-kind: ClusterTrainingRuntime
-metadata: {name: rt}
+from tests.support.claimed_snapshots import TAMPERED
+
+_NODE: Final = """\
 spec:
   template:
     spec:
@@ -16,6 +16,11 @@ spec:
         template:
           spec:
             template:
+"""
+_MINIMAL: Final = f"""\
+kind: ClusterTrainingRuntime
+metadata: {{name: rt}}
+{_NODE}\
               metadata:
                 annotations:
                   networking.gke.io/interfaces: good
@@ -25,8 +30,27 @@ _MERGE_BAD: Final = "                  <<: {networking.gke.io/interfaces: bad}\n
 _LAUNCHER: Final = "spec:\n  mlPolicy: {mpi: {runLauncherAsNode: FLAG}}\n"
 
 
-def _edited(*edits: tuple[str, str]) -> str:
-    text = _MINIMAL
+_CLAIMED: Final = f"""\
+metadata: {{name: rt, labels: {{nicguard.dev/profile: a4-dranet}}}}
+{_NODE}\
+              spec:
+                resourceClaims:
+                - name: rdma
+                  resourceClaimTemplateName: default-rdma
+                containers:
+                - name: node
+                  resources:
+                    claims:
+                    - name: rdma
+"""
+_TEMPLATE: Final = "                  resourceClaimTemplateName: default-rdma\n"
+
+
+def _claimed(*edits: tuple[str, str]) -> str:
+    return _edited(*edits, text=_CLAIMED)
+
+
+def _edited(*edits: tuple[str, str], text: str = _MINIMAL) -> str:
     for old, new in edits:
         assert old in text, old
         text = text.replace(old, new, 1)
@@ -93,6 +117,20 @@ MINIMAL: Final = (
     (
         "a custom tag on a map",
         _edited(("              metadata:", "              metadata: !custom")),
+    ),
+    *((label, _claimed(edit)) for label, edit in TAMPERED.items()),
+    (
+        "a second resourceClaims list",
+        _claimed((_TEMPLATE, _TEMPLATE + "                resourceClaims: [{name: rdma}]\n")),
+    ),
+    (
+        "a merge key under a claim",
+        _claimed((_TEMPLATE, _TEMPLATE + "                  <<: {resourceClaimTemplateName: x}\n")),
+    ),
+    ("a claim template named y", _claimed(("Name: default-rdma", "Name: y"))),
+    (
+        "a container claim Name",
+        _claimed(("                    - name: rdma\n", "                    - Name: rdma\n")),
     ),
 )
 """Each construct alone, in the smallest runtime: what the findings list."""

@@ -1,6 +1,6 @@
 """The misspellings of the YAML corpus: each rewrites one map entry of a runtime document (its
 key folded, duplicated or quoted, merged in, aliased, its value respelled, tagged, restyled,
-moved or dropped) or the list of its replicatedJobs."""
+moved or dropped) or one list on the path to the wiring (replicatedJobs, a pod's DRA claims)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ _SWAPS: Final = {
     "node": "nodes",
     "launcher": "launchers",
     "team": "other-team",
+    "default-rdma": "rdma-one-nic",
+    "default-netdev": "rdma-one-nic",
+    "shared-rdma": "default-rdma",
+    "rdma": "nic",
 }
 SWAP: Final = {spelled(a): spelled(b) for a, b in _SWAPS.items()}
 
@@ -151,24 +155,29 @@ def entry_mutations(
 
 def job_mutations(root: Node) -> Iterator[tuple[str, Node]]:
     """The replicatedJobs list itself: entries reordered, merged from an anchor, aliased."""
-    path = RUNTIME_PATH
-    jobs = at(root, path)
-    assert isinstance(jobs, Seq)
-    items = list(jobs.items)
+    return list_mutations(root, RUNTIME_PATH, "jobs")
+
+
+def list_mutations(root: Node, path: tuple[Step, ...], plural: str) -> Iterator[tuple[str, Node]]:
+    """The list of maps at ``path`` itself: entries reordered, merged from an anchor, aliased
+    (each entry merged keeps its own ``name``, the key such lists are merged by)."""
+    found = at(root, path)
+    assert isinstance(found, Seq)
+    items = list(found.items)
 
     def listed(*found: Node, flow: bool = False) -> Node:
         return update(root, path, lambda _: Seq(tuple(found), flow=flow))
 
-    yield "jobs reversed", listed(*reversed(items))
-    yield "jobs flow", listed(*items, flow=True)
-    for index, job in enumerate(items):
+    yield f"{plural} reversed", listed(*reversed(items))
+    yield f"{plural} flow", listed(*items, flow=True)
+    for index, entry in enumerate(items):
         yield (
             f"[{index}] aliased",
-            _defs(listed(*items[:index], Scalar("*j"), *items[index + 1 :]), j=job),
+            _defs(listed(*items[:index], Scalar("*j"), *items[index + 1 :]), j=entry),
         )
-        assert isinstance(job, Map)
-        other = _swapped(job)
-        merged = Map((("<<", Scalar("*j")), *((k, v) for k, v in job.items if k == "name")))
+        assert isinstance(entry, Map)
+        other = _swapped(entry)
+        merged = Map((("<<", Scalar("*j")), *((k, v) for k, v in entry.items if k == "name")))
         yield (
             f"[{index}] merged from other",
             _defs(listed(*items[:index], merged, *items[index + 1 :]), j=other),
@@ -178,7 +187,7 @@ def job_mutations(root: Node) -> Iterator[tuple[str, Node]]:
             _defs(
                 listed(
                     *items[:index],
-                    replace(job, items=(*job.items, ("<<", Scalar("*j")))),
+                    replace(entry, items=(*entry.items, ("<<", Scalar("*j")))),
                     *items[index + 1 :],
                 ),
                 j=other,

@@ -5,13 +5,14 @@ as nicguard reads it, and JSON values compared with their types (``1``, ``1.0``,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Final
 
+from app.domain.claims import pod_claims
 from app.domain.cluster import ClusterSnapshot
 from app.domain.evaluate import evaluate
-from app.domain.fields import as_list, as_map, value_at
+from app.domain.fields import FieldPath, as_list, as_map, value_at
 from app.domain.kinds import Copy, Kind
 from app.domain.policy import Policy
 from app.domain.recipe import LoadYaml
@@ -24,8 +25,8 @@ from app.domain.template import (
     wired_templates,
 )
 from app.domain.verdict import Code, Verdict
-from tests.builders import TRAINER_API, copy_of, review, snapshot
-from tests.differential.oracle import Oracle, Snapshot
+from tests.builders import TRAINER_API, claim_template, copy_of, exactly, snapshot
+from tests.differential.oracle import Oracle, Snapshot, SnapshotJob
 from tests.differential.yaml_corpus import Case
 from tests.support.examples import examples
 
@@ -44,7 +45,7 @@ def typed(value: object) -> Typed:
 @dataclass(frozen=True, slots=True)
 class Reading:
     """What nicguard must read as Trainer does: the copy's identity, the MPI flag, the wired
-    jobs and every job's Job-template labels and pod-template annotations."""
+    jobs and every job's Job-template labels, pod-template annotations and DRA claims."""
 
     api_version: Typed
     kind: str
@@ -53,7 +54,7 @@ class Reading:
     labels: Typed
     launcher_as_node: bool
     wired: tuple[tuple[str, Typed], ...]
-    jobs: tuple[tuple[Typed, Typed, Typed], ...]
+    jobs: tuple[tuple[Typed, Typed, Typed, Typed], ...]
 
 
 def _or(value: object, empty: object) -> Typed:
@@ -73,9 +74,35 @@ def trainer_reading(found: Snapshot) -> Reading:
         launcher_as_node=found.run_launcher_as_node is True,
         wired=tuple(sorted((job.name, _or(job.annotations, {})) for job in found.wired)),
         jobs=tuple(
-            (typed(job.name), _or(job.labels, {}), _or(job.annotations, {})) for job in found.jobs
+            (typed(job.name), _or(job.labels, {}), _or(job.annotations, {}), _trainer_claims(job))
+            for job in found.jobs
         ),
     )
+
+
+def _trainer_claims(job: SnapshotJob) -> Typed:
+    """The pod's ``resourceClaims`` and each (init) container's ``resources.claims``."""
+    return typed((job.resource_claims, job.container_claims, job.init_container_claims))
+
+
+def _claims_read(job: object) -> Typed:
+    """``_trainer_claims`` as nicguard reads them: the pod's claims as the DRA rules take them
+    (app.domain.claims), the containers' by their exact keys; an unset name or request is Go's
+    empty string."""
+    pod = value_at(job, "template", "spec", "template", "spec")
+    entries = pod_claims(value_at(pod, "resourceClaims"), FieldPath()).entries
+    pod_refs = tuple((e.name or "", e.template, e.claim) for e in entries)
+
+    def containers(key: str) -> tuple[object, ...]:
+        return tuple(
+            tuple(
+                (value_at(c, "name") or "", value_at(c, "request") or "")
+                for c in as_list(value_at(container, "resources", "claims")) or ()
+            )
+            for container in as_list(value_at(pod, key)) or ()
+        )
+
+    return typed((pod_refs, containers("containers"), containers("initContainers")))
 
 
 def nicguard_reading(found: RuntimeSnapshot) -> Reading:
@@ -106,6 +133,7 @@ def nicguard_reading(found: RuntimeSnapshot) -> Reading:
                 _or(value_at(job, "name"), ""),
                 _or(value_at(job, "template", "metadata", "labels"), {}),
                 _or(value_at(job, "template", "spec", "template", "metadata", "annotations"), {}),
+                _claims_read(job),
             )
             for job in jobs
             if as_map(job) is not None
@@ -114,12 +142,21 @@ def nicguard_reading(found: RuntimeSnapshot) -> Reading:
 
 
 POLICY: Final = Policy()
+DEFAULT_RDMA: Final = "default-rdma"
+ONE_NIC: Final = "rdma-one-nic"
+NETDEV: Final = "default-netdev"
+NETDEV_CLASS: Final = "netdev.google.com"
 
 
 @cache
 def _cluster() -> ClusterSnapshot:
-    """Networks gpu-nic-0..7 and the recipe wanting eth1..eth8 on them (tests.builders)."""
-    return snapshot()
+    """Networks gpu-nic-0..7 and the recipe wanting eth1..eth8 on them (tests.builders), and the
+    ResourceClaimTemplates of the snapshots' namespace: all RDMA NICs, one, the netdev NICs."""
+    return snapshot(
+        claim_template(DEFAULT_RDMA),
+        claim_template(ONE_NIC, exactly(mode=None)),
+        claim_template(NETDEV, exactly(NETDEV_CLASS)),
+    )
 
 
 def _judged(configmap: dict[str, object], found: RuntimeSnapshot) -> Verdict:
@@ -161,7 +198,9 @@ def judge_snapshot(oracle: Oracle, text: str, load_yaml: LoadYaml) -> tuple[str,
     assert trainer.runtime is not None
     built = {"apiVersion": TRAINER_API, **trainer.runtime, "kind": theirs.kind}
     on_copy = _outcome(_judged(configmap, ours))
-    on_theirs = _outcome(evaluate(review(built), _cluster(), POLICY))
+    # Trainer's runtime judged at the same door: its pods run where the copy's do.
+    as_copied = replace(ours, runtime=built, kind=Kind(theirs.kind))
+    on_theirs = _outcome(_judged(configmap, as_copied))
     if _allowed(on_copy) != _allowed(on_theirs):
         return "FAIL-OPEN: judged otherwise", f"{shown}\ncopy: {on_copy}, Trainer's: {on_theirs}"
     return ("agreed, allowed" if on_copy[0] else "agreed, denied"), shown

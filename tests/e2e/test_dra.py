@@ -2,12 +2,14 @@
 
 The DeviceClasses GKE installs, ResourceClaimTemplates in two namespaces as cluster-toolkit's
 ``default-rdma`` (every RDMA NIC in one, one NIC in the other), and TrainingRuntimes bound to
-``a4-dranet`` by label: each code through ``kubectl apply``, one runtime admitted, and the
-continuous audit following a template that goes away. A control plane of its own.
+``a4-dranet`` by label: each code through ``kubectl apply``, one runtime admitted, the
+continuous audit following a template that goes away, and a runtime snapshot whose claims Trainer
+would read by case folding refused. A control plane of its own.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -21,6 +23,7 @@ from tests.harness.objects import Obj, as_list, interfaces, unique
 from tests.harness.procs import wait_until
 from tests.harness.stack import Stack, ready_network, running
 from tests.harness.state import checked, create_namespace
+from tests.support.claimed_snapshots import FOLDED, TAMPERED, claimed_copy
 
 pytestmark = pytest.mark.e2e
 
@@ -203,3 +206,37 @@ def test_the_audit_follows_a_template_that_goes_away(dra: tuple[Stack, str, str]
         what="the runtime's audit result to fail with a WiringDrift Event",
         diagnose=stack.nicguard.report,
     )
+
+
+@pytest.mark.parametrize("tampering", list(TAMPERED))
+def test_a_snapshot_whose_claims_trainer_reads_by_folding_is_refused(
+    dra: tuple[Stack, str, str], tampering: str
+) -> None:
+    """examples/dranet's runtime as Trainer copies it for a TrainJob of the namespace whose
+    default-rdma claims every NIC, server-side applied by field manager trainer: admitted. The
+    same copy edited so that Trainer's case-folding decoder reads rdma-one-nic where the exact
+    keys say default-rdma: refused, naming the folded key."""
+    stack, everything, _ = dra
+    copy = claimed_copy()
+    name = f"{unique('tj')}-runtime-snapshot"
+    copy["metadata"] |= {"name": name, "namespace": everything}
+    applied = stack.judged(copy, "", who="admin")
+    assert applied.returncode == 0, applied.stderr
+    trainer = ["--server-side", "--field-manager=trainer", "--force-conflicts"]
+    expect.allowed(
+        stack.plane.kubectl("admin", "apply", *trainer, "-f", "-", input=as_list([copy])),
+        f"configmap/{name} serverside-applied",
+    )
+    text = claimed_copy(TAMPERED[tampering])["data"]["runtime"]
+    patch = json.dumps({"data": {"runtime": text}})
+    edit = stack.kubectl(
+        "patch", "configmap", name, "-n", everything, "--type=merge", "-p", patch, who="admin"
+    )
+    message = expect.denied(
+        edit,
+        f"ConfigMap/{everything}/{name}",
+        "RuntimeSnapshotInvalid",
+        f"{FOLDED[tampering]}` may be read by Trainer as",
+        webhook="snapshot.nicguard.dev",
+    )
+    assert "(Go matches field names ignoring case)" in message

@@ -2,7 +2,8 @@
 //
 //	{"id":4,"op":"snapshot","yaml":"..."}
 //	  -> Trainer v2.3.0's getRuntimeSnapshot decoding of a snapshot's data.runtime
-//	     (sigs.k8s.io/yaml.Unmarshal into the typed runtime) and what nicguard must agree with.
+//	     (sigs.k8s.io/yaml.Unmarshal into the typed runtime) and what nicguard must agree with:
+//	     each replicatedJob's labels, pod annotations and DRA claims (pod and containers').
 //	{"id":5,"op":"yaml2json","yaml":"..."}
 //	  -> the JSON documents kubectl sends for a file (cli-runtime's StreamVisitor).
 //	{"id":6,"op":"marshal","runtime":{...}}
@@ -17,19 +18,42 @@ import (
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// snapshotJob is one replicatedJob of the decoded copy: its Job-template labels and its
-// pod-template annotations.
+// snapshotJob is one replicatedJob of the decoded copy: its Job-template labels, its
+// pod-template annotations, and the DRA claims of its pod template (spec.resourceClaims, and each
+// container's and init container's resources.claims, in list order).
 type snapshotJob struct {
-	Name        string            `json:"name"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
+	Name                string                    `json:"name"`
+	Labels              map[string]string         `json:"labels"`
+	Annotations         map[string]string         `json:"annotations"`
+	ResourceClaims      []corev1.PodResourceClaim `json:"resourceClaims"`
+	ContainerClaims     [][]corev1.ResourceClaim  `json:"containerClaims"`
+	InitContainerClaims [][]corev1.ResourceClaim  `json:"initContainerClaims"`
+}
+
+func jobOfSnapshot(job jobsetv1alpha2.ReplicatedJob) snapshotJob {
+	pod := job.Template.Spec.Template
+	found := snapshotJob{
+		Name: job.Name, Labels: job.Template.Labels, Annotations: pod.Annotations,
+		ResourceClaims:      pod.Spec.ResourceClaims,
+		ContainerClaims:     [][]corev1.ResourceClaim{},
+		InitContainerClaims: [][]corev1.ResourceClaim{},
+	}
+	for _, container := range pod.Spec.Containers {
+		found.ContainerClaims = append(found.ContainerClaims, container.Resources.Claims)
+	}
+	for _, container := range pod.Spec.InitContainers {
+		found.InitContainerClaims = append(found.InitContainerClaims, container.Resources.Claims)
+	}
+	return found
 }
 
 type snapshotAnswer struct {
@@ -101,9 +125,7 @@ func snapshot(id json.RawMessage, text string) snapshotAnswer {
 	found.Wired = wiredJobs(spec.Template.Spec, launcherAsNode)
 	found.Jobs = []snapshotJob{}
 	for _, job := range spec.Template.Spec.ReplicatedJobs {
-		found.Jobs = append(found.Jobs, snapshotJob{
-			job.Name, job.Template.Labels, job.Template.Spec.Template.Annotations,
-		})
+		found.Jobs = append(found.Jobs, jobOfSnapshot(job))
 	}
 	return found
 }

@@ -39,6 +39,16 @@ def aliased_list(nodes: int, aliases: int) -> str:
     return f"{_NAME}a: &a [{items}]\n{refs}"
 
 
+def claim_references(references: int) -> str:
+    """A pod whose first container claims ``references`` times, its second the same list by
+    alias: every value on the DRA claims path, which the typed reading walks
+    (app.domain.runtime_decoding)."""
+    claims = ", ".join(["{name: a}"] * references)
+    containers = f"[{{resources: {{claims: &c [{claims}]}}}}, {{resources: {{claims: *c}}}}]"
+    pod = "{template: {spec: {template: {spec: {containers: " + containers + "}}}}}"
+    return _NAME + "spec: {template: {spec: {replicatedJobs: [" + pod + "]}}}\n"
+
+
 def worst_accepted() -> dict[str, str]:
     """Texts just within the reader's budget (SNAPSHOT_LIMITS: 5,000 nodes, 10,000 values),
     each costly another way."""
@@ -52,6 +62,7 @@ def worst_accepted() -> dict[str, str]:
         "one 256 KiB octal-looking integer": _fill(_NAME + "x: 0", "0", "\n"),
         "one 256 KiB decimal-looking float": _fill(_NAME + "x: 1", "0", ".5\n"),
         "64 levels of nesting": _NAME + "x: " + "[" * 63 + "]" * 63 + "\n",
+        "1,600 claim references, aliased once": claim_references(1_600),
         "4,900 aliases 62 levels deep": _NAME
         + "a: &a 1\nx: "
         + "[" * 62

@@ -12,7 +12,12 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from app.documents import load_yaml
+from app.domain.cluster import snapshot_of
+from app.files.state import load_objects
+from tests.support.claimed_snapshots import DRANET_STATE, FOLDED, TAMPERED, claimed_copy
 from tests.support.paths import ROOT, UPSTREAM
+from tests.web.conftest import RECIPE, make_client
 
 FIXTURES = UPSTREAM / "trainer-v2.3.0/snapshots"
 CONFIGMAP = {"group": "", "version": "v1", "kind": "ConfigMap"}
@@ -146,3 +151,31 @@ def test_a_recipe_update_that_switches_it_off_is_recipe_in_use(client: TestClien
     response = _post(client, _review(new, old=old))
     assert response["allowed"] is False
     assert response["status"]["details"]["causes"][0]["reason"] == "RecipeInUse"
+
+
+@pytest.fixture(scope="module")
+def dranet_client() -> TestClient:
+    """Against examples/dranet/cluster: namespace team-a's ResourceClaimTemplates."""
+    objects = (o.obj for o in load_objects([DRANET_STATE]))
+    return make_client(snapshot_of(objects, recipe_name=RECIPE, load_yaml=load_yaml))[0]
+
+
+@pytest.mark.parametrize("tampering", list(TAMPERED))
+def test_a_snapshot_whose_claims_trainer_reads_by_folding_is_refused(
+    dranet_client: TestClient, tampering: str
+) -> None:
+    response = _post(dranet_client, _review(claimed_copy()))
+    assert response["allowed"] is True, response
+    response = _post(dranet_client, _review(claimed_copy(TAMPERED[tampering]), old=claimed_copy()))
+    assert response["allowed"] is False
+    (cause,) = response["status"]["details"]["causes"]
+    assert (cause["reason"], cause["field"]) == ("RuntimeSnapshotInvalid", "data.runtime")
+    # The cause's message is cut to 256 bytes; the status message holds all of it.
+    message = response["status"]["message"]
+    assert message.startswith(
+        "ConfigMap/team-a/tj-runtime-snapshot: [RuntimeSnapshotInvalid] ConfigMap "
+        "team-a/tj-runtime-snapshot (runtime snapshot of TrainJob team-a/tj): the copy in "
+        "data.runtime cannot be read as Trainer reads it: "
+    )
+    assert f"{FOLDED[tampering]}` may be read by Trainer as" in message
+    assert response["auditAnnotations"]["violations"] == "RuntimeSnapshotInvalid"
