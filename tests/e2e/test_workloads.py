@@ -26,7 +26,7 @@ from tests.harness.objects import (
     unique,
 )
 from tests.harness.stack import Stack
-from tests.harness.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, checked
+from tests.harness.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, Run, checked
 
 pytestmark = pytest.mark.e2e
 
@@ -110,6 +110,12 @@ def pod(
     }
 
 
+def patched(stack: Stack, kind: str, name: str, namespace: str, kind_of: str, body: Any) -> Run:
+    """``kubectl patch`` of ``kind`` ``name`` as admin, a ``kind_of`` (merge, json) patch."""
+    args = ("patch", kind, name, "-n", namespace, "--type", kind_of, "-p", json.dumps(body))
+    return stack.kubectl(*args, who="admin")
+
+
 def test_a_queued_jobsets_swapped_interfaces_are_refused(stack: Stack, namespace: str) -> None:
     """JobSet v0.12.0 lets a suspended JobSet's pod-template annotations change (for Kueue):
     a merge patch that swaps two Networks' interfaces is refused; the JobSet keeps its own."""
@@ -121,10 +127,7 @@ def test_a_queued_jobsets_swapped_interfaces_are_refused(stack: Stack, namespace
     node_template({"spec": {"replicatedJobs": swapped}})["metadata"]["annotations"][INTERFACES] = (
         interfaces(SWAPPED)
     )
-    patch = json.dumps({"spec": {"replicatedJobs": swapped}})
-    run = stack.kubectl(
-        "patch", "jobset", name, "-n", namespace, "--type", "merge", "-p", patch, who="admin"
-    )
+    run = patched(stack, "jobset", name, namespace, "merge", {"spec": {"replicatedJobs": swapped}})
     expect.denied(
         run,
         f"JobSet/{namespace}/{name}",
@@ -292,10 +295,7 @@ def test_the_wiring_removed_from_a_suspended_jobset_or_job_is_refused(
     (position,) = [i for i, j in enumerate(queued["spec"]["replicatedJobs"]) if j["name"] == "node"]
     key = INTERFACES.replace("/", "~1")
     path = f"/spec/replicatedJobs/{position}/template/spec/template/metadata/annotations/{key}"
-    patch = json.dumps([{"op": "remove", "path": path}])
-    run = stack.kubectl(
-        "patch", "jobset", name, "-n", namespace, "--type", "json", "-p", patch, who="admin"
-    )
+    run = patched(stack, "jobset", name, namespace, "json", [{"op": "remove", "path": path}])
     expect.denied(
         run,
         f"JobSet/{namespace}/{name}",
@@ -309,10 +309,8 @@ def test_the_wiring_removed_from_a_suspended_jobset_or_job_is_refused(
     assert INTERFACES in annotations_of(stack, "jobset", name, namespace, stored)
     job_name = unique("llama-node-0")
     expect.allowed(stack.apply(job(job_name, namespace, list(RECIPE_PAIRS)), who="admin"))
-    patch = json.dumps([{"op": "remove", "path": f"/spec/template/metadata/annotations/{key}"}])
-    run = stack.kubectl(
-        "patch", "job", job_name, "-n", namespace, "--type", "json", "-p", patch, who="admin"
-    )
+    removal = [{"op": "remove", "path": f"/spec/template/metadata/annotations/{key}"}]
+    run = patched(stack, "job", job_name, namespace, "json", removal)
     subject = f"Job {namespace}/{job_name}: the update removes"
     expect.denied(
         run,

@@ -19,6 +19,11 @@ POD_MESSAGE = (
     "gpu-nic-0 on eth1) (recipe nicguard-system/nicguard-recipe@48213)"
 )
 
+NODE_INTERFACES = (
+    "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
+    "[networking.gke.io/interfaces]"
+)
+
 
 def _response(client: TestClient, review: dict[str, Any]) -> dict[str, Any]:
     reply = client.post("/validate", json=review)
@@ -73,10 +78,7 @@ def test_a_queued_jobsets_removed_wiring_is_refused(client: TestClient) -> None:
         "would get no GPU NICs, only eth0"
     )
     (cause,) = response["status"]["details"]["causes"]
-    assert cause["field"] == (
-        "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
-        "[networking.gke.io/interfaces]"
-    )
+    assert cause["field"] == NODE_INTERFACES
 
 
 def test_a_queued_jobsets_swapped_annotation_is_refused(client: TestClient) -> None:
@@ -88,10 +90,7 @@ def test_a_queued_jobsets_swapped_annotation_is_refused(client: TestClient) -> N
         "another interface than the recipe gives them: eth1->gpu-nic-1 "
     )
     (cause,) = response["status"]["details"]["causes"]
-    assert cause["field"] == (
-        "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
-        "[networking.gke.io/interfaces]"
-    )
+    assert cause["field"] == NODE_INTERFACES
 
 
 def test_a_jobset_update_keeping_the_wiring_is_allowed(client: TestClient) -> None:
