@@ -45,9 +45,8 @@ def judge_workload(
     warning."""
     if policy.workloads is Workloads.OFF:
         return Evaluation(Verdict(), ())
-    subjects = tuple(
-        template_subject(t, template_wiring(t), wired=False) for t in workload_templates(kind, obj)
-    )
+    templates = workload_templates(kind, obj)
+    subjects = tuple(template_subject(t, template_wiring(t), wired=False) for t in templates)
     out = VerdictBuilder().scoped(f"{describe_workload(kind, obj, namespace)}: ")
     # A JobSet's findings name their replicatedJob, as a runtime's do; a Job or Pod has one.
     named = kind is Workload.JOB_SET
@@ -62,26 +61,33 @@ def judge_workload(
         namespace=namespace,
     )
     if old is not None and kind is not Workload.POD:
-        _removed_wiring(kind, old, obj, out)
+        _removed_wiring(kind, old, obj, {t.job for t in templates}, out)
     verdict = out.build()
     if policy.workloads is Workloads.WARN and not verdict.allowed:
         verdict = verdict.allowing(warned=False)
     return Evaluation(verdict, tuple(s.fingerprint() for s in subjects))
 
 
-def _removed_wiring(kind: Workload, old: JsonMap, obj: JsonMap, out: VerdictBuilder) -> None:
+def _removed_wiring(
+    kind: Workload, old: JsonMap, obj: JsonMap, kept: set[str], out: VerdictBuilder
+) -> None:
     """InterfacesAnnotationMissing for each template that carried the interfaces annotation in
-    ``old`` and does not in ``obj``: paired by replicatedJob name (by position when unnamed)."""
-    had = {template.job for template in workload_templates(kind, old)}
-    for pod, path, job in _pod_templates(kind, obj):
-        if job not in had or _annotations(pod) is not None:
+    ``old`` and does not in ``obj`` (``kept``: the jobs whose templates still do), paired by
+    replicatedJob name (by position when unnamed)."""
+    had = {job for pod, job, _ in _pod_templates(kind, old) if _annotations(pod) is not None}
+    removed = had - kept
+    if not removed:
+        return
+    for _, job, position in _pod_templates(kind, obj):
+        if job not in removed:
             continue
+        path = _template_path(kind, position).child("metadata.annotations")
         scoped = out.scoped(f"{job} job: " if kind is Workload.JOB_SET else "")
         whose = f"the {job} pod template" if kind is Workload.JOB_SET else "its pod template"
         scoped.deny(
             Violation(
                 code=Code.INTERFACES_ANNOTATION_MISSING,
-                field=str(path.child("metadata.annotations").key(INTERFACES_ANNOTATION)),
+                field=str(path.key(INTERFACES_ANNOTATION)),
                 message=f"the update removes the {INTERFACES_ANNOTATION} annotation from "
                 f"{whose}: {_CREATED_FROM[kind]} would get no GPU NICs, only eth0",
             )
@@ -91,20 +97,31 @@ def _removed_wiring(kind: Workload, old: JsonMap, obj: JsonMap, out: VerdictBuil
 def workload_templates(kind: Workload, obj: JsonMap) -> tuple[PodTemplate, ...]:
     """The pod templates of the object that carry the interfaces annotation: each of a JobSet's
     replicatedJobs', a Job's, or the Pod itself."""
-    found = (_annotated(pod, path, job) for pod, path, job in _pod_templates(kind, obj))
-    return tuple(t for t in found if t is not None)
+    return tuple(
+        PodTemplate(
+            annotations=annotations,
+            path=_template_path(kind, position),
+            job=job,
+            resource_claims=value_at(pod, "spec", "resourceClaims"),
+        )
+        for pod, job, position in _pod_templates(kind, obj)
+        if (annotations := _annotations(pod)) is not None
+    )
 
 
-def _pod_templates(kind: Workload, obj: JsonMap) -> Iterator[tuple[JsonMap | None, FieldPath, str]]:
-    """Every pod template of the object (None where a job has none), where it sits, its job."""
+def _pod_templates(kind: Workload, obj: JsonMap) -> Iterator[tuple[JsonMap | None, str, int]]:
+    """Every pod template of the object (None where a job has none), its job and position."""
     if kind is Workload.JOB_SET:
         for position, job in enumerate(as_list(value_at(obj, "spec", "replicatedJobs")) or ()):
-            path = _REPLICATED_JOBS.index(position).child("template.spec.template")
-            yield map_at(job, "template", "spec", "template"), path, job_name(job, position)
-    elif kind is Workload.JOB:
-        yield map_at(obj, "spec", "template"), _JOB_TEMPLATE, kind.value
+            yield map_at(job, "template", "spec", "template"), job_name(job, position), position
     else:
-        yield obj, _POD, kind.value
+        yield map_at(obj, "spec", "template") if kind is Workload.JOB else obj, kind.value, 0
+
+
+def _template_path(kind: Workload, position: int) -> FieldPath:
+    if kind is Workload.JOB_SET:
+        return _REPLICATED_JOBS.index(position).child("template.spec.template")
+    return _JOB_TEMPLATE if kind is Workload.JOB else _POD
 
 
 def _annotations(pod: JsonMap | None) -> JsonMap | None:
@@ -113,18 +130,6 @@ def _annotations(pod: JsonMap | None) -> JsonMap | None:
     if annotations is None or INTERFACES_ANNOTATION not in annotations:
         return None
     return annotations
-
-
-def _annotated(pod: JsonMap | None, path: FieldPath, job: str) -> PodTemplate | None:
-    annotations = _annotations(pod)
-    if annotations is None:
-        return None
-    return PodTemplate(
-        annotations=annotations,
-        path=path,
-        job=job,
-        resource_claims=value_at(pod, "spec", "resourceClaims"),
-    )
 
 
 def describe_workload(kind: Workload, obj: JsonMap, namespace: str) -> str:
