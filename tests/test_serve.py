@@ -165,17 +165,22 @@ def test_serve_with_enforcement_warn_allows_what_it_would_deny_over_tls(
     assert 'nicguard_audit_runtimes{result="fail"} 0.0' in metrics
 
 
-def test_serve_in_file_mode_judges_a_wired_pod_and_a_queued_jobset_over_tls(
+def test_serve_in_file_mode_judges_wired_pods_and_queued_jobsets_over_tls(
     tmp_path: Path, restored_process_state: None
 ) -> None:
     def visit(url: str, probes: str, context: ssl.SSLContext) -> dict[str, Any]:
         return {
             "pod": _post_review(url, context, "misplaced-pod"),
             "jobset": _post_review(url, context, "queued-jobset-patch"),
+            "gated": _post_review(url, context, "swapped-gated-pod"),
+            "unwired": _post_review(url, context, "unwired-jobset-patch"),
         }
 
     seen = _serve_while(tmp_path, visit)
     pod, jobset = seen["pod"], seen["jobset"]
+    # An UPDATE of a gated Pod's wiring is judged as its CREATE; a JobSet losing it is refused.
+    assert seen["gated"]["status"]["message"] == pod["status"]["message"]
+    assert seen["unwired"]["auditAnnotations"]["violations"] == "InterfacesAnnotationMissing"
     assert pod["allowed"] is False
     assert pod["status"]["message"].startswith(
         "Pod/team-a/llama-node-0-1-x2k9p: [NetworkMisplaced] Pod team-a/llama-node-0-1-x2k9p "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from app.domain.annotation import WIRING_KEYS
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at
 from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
@@ -28,12 +29,9 @@ _PROTECTED_OPERATIONS: Final[dict[Protected | Copy, frozenset[Operation]]] = {
     Protected.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
     Copy.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
 }
-# A Pod's NICs are attached once, when it is created: an update of one changes none of them.
-_WORKLOAD_OPERATIONS: Final = {
-    Workload.JOB_SET: frozenset({Operation.CREATE, Operation.UPDATE}),
-    Workload.JOB: frozenset({Operation.CREATE, Operation.UPDATE}),
-    Workload.POD: frozenset({Operation.CREATE}),
-}
+# A Pod's UPDATE counts too: one without a sandbox yet (gated, pending) gets the NICs its
+# annotation names when the sandbox is created, not the ones its CREATE was judged on.
+_WORKLOAD_OPERATIONS: Final = frozenset({Operation.CREATE, Operation.UPDATE})
 
 
 def skip_reason(review: Review) -> str | None:
@@ -41,7 +39,7 @@ def skip_reason(review: Review) -> str | None:
     kind = review.kind
     if isinstance(kind, Protected | Copy):
         return _protected_skip_reason(kind, review)
-    if isinstance(kind, Workload) and review.operation not in _WORKLOAD_OPERATIONS[kind]:
+    if isinstance(kind, Workload) and review.operation not in _WORKLOAD_OPERATIONS:
         return f"{review.operation} of a {kind.value} is not checked"
     if review.operation not in (Operation.CREATE, Operation.UPDATE):
         return f"{review.operation} is not checked"
@@ -49,7 +47,7 @@ def skip_reason(review: Review) -> str | None:
         return f"subresource {review.subresource} is not checked"
     if kind is None:
         return "not a kind nicguard judges"
-    return _terminating_reason(review)
+    return _terminating_reason(review) or _pod_wiring_kept(review)
 
 
 def _terminating_reason(review: Review) -> str | None:
@@ -63,6 +61,21 @@ def _terminating_reason(review: Review) -> str | None:
     if _beyond_metadata(review.obj) != _beyond_metadata(review.old_obj):
         return None
     return "object is being deleted and the update changes nothing outside metadata"
+
+
+def _pod_wiring_kept(review: Review) -> str | None:
+    """A Pod UPDATE that leaves both wiring annotations as they were (absent counts as a value)
+    changes none of its NICs: not judged, as the shipped ``matchConditions`` never send it."""
+    if review.kind is not Workload.POD or review.operation is not Operation.UPDATE:
+        return None
+    if review.old_obj is None or _pod_wiring(review.obj) != _pod_wiring(review.old_obj):
+        return None
+    return "the update leaves the Pod's wiring annotations as they were"
+
+
+def _pod_wiring(pod: JsonMap | None) -> tuple[object, ...]:
+    annotations = map_at(pod, "metadata", "annotations") or {}
+    return tuple(annotations.get(key) for key in WIRING_KEYS)
 
 
 def _beyond_metadata(obj: JsonMap) -> dict[str, object]:

@@ -33,12 +33,18 @@ def evaluate(
 
 
 def evaluate_object(
-    kind: Kind | Workload, obj: JsonMap, namespace: str, view: ClusterView, policy: Policy
+    kind: Kind | Workload,
+    obj: JsonMap,
+    namespace: str,
+    view: ClusterView,
+    policy: Policy,
+    *,
+    old: JsonMap | None = None,
 ) -> Evaluation:
     """Judge a ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job or Pod as a
-    CREATE; never raises."""
+    CREATE; never raises. ``old``: the workload an UPDATE replaces (wiring it removes)."""
     if isinstance(kind, Workload):
-        return judge_workload(kind, obj, namespace, view, policy)
+        return judge_workload(kind, obj, namespace, view, policy, old=old)
     if kind is Kind.TRAIN_JOB:
         return judge_trainjob(obj, namespace, view, policy)
     # A TrainingRuntime's pods run in its namespace; a ClusterTrainingRuntime alone names none.
@@ -61,14 +67,16 @@ def _judge(review: Review, view: ClusterView, policy: Policy, assessment: Assess
 def _judge_object(
     kind: Kind | Workload, review: Review, view: ClusterView, policy: Policy
 ) -> Verdict:
-    """A Trainer object or a workload, with UPDATE grandfathering."""
+    """A Trainer object or a workload, with UPDATE grandfathering (never for a Pod: its NICs
+    are attached from the annotation as it is when its sandbox is created)."""
     if review.obj is None:
         return Verdict()
-    current = evaluate_object(kind, review.obj, review.namespace, view, policy)
+    updated = review.old_obj if review.operation is Operation.UPDATE else None
+    current = evaluate_object(kind, review.obj, review.namespace, view, policy, old=updated)
     verdict = current.verdict
-    if review.operation is not Operation.UPDATE or verdict.allowed or review.old_obj is None:
+    if updated is None or verdict.allowed or kind is Workload.POD:
         return verdict
-    previous = evaluate_object(kind, review.old_obj, review.namespace, view, policy)
+    previous = evaluate_object(kind, updated, review.namespace, view, policy)
     if previous.fingerprint != current.fingerprint:
         return verdict  # the update changes the wiring: full verdict
     return grandfather(verdict, previous.verdict)

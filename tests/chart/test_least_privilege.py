@@ -99,8 +99,9 @@ def test_no_namespace_is_exempt_from_the_trainer_webhook(render: Any, namespace:
 def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
     render: Any, namespace: str
 ) -> None:
-    """JobSets and Jobs on CREATE and UPDATE, Pods on CREATE only, each only when a pod template
-    carries the interfaces annotation (docs/rules.md, the workload doors)."""
+    """JobSets, Jobs and Pods on CREATE and UPDATE, each only when a pod template carries the
+    interfaces annotation (or, on UPDATE, did; a Pod's UPDATE only when its wiring changes:
+    docs/rules.md, the workload doors)."""
     doors = {h["name"]: h for h in webhooks(render()) if h["name"] in WORKLOAD_DOORS}
     assert set(doors) == WORKLOAD_DOORS
     for hook in doors.values():
@@ -120,7 +121,7 @@ def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
             ("batch", "jobs", ("CREATE", "UPDATE"), ("v1",)),
             ("jobset.x-k8s.io", "jobsets", ("CREATE", "UPDATE"), ("v1alpha2",)),
         ],
-        "pods.nicguard.dev": [("", "pods", ("CREATE",), ("v1",))],
+        "pods.nicguard.dev": [("", "pods", ("CREATE", "UPDATE"), ("v1",))],
     }
     wired = {
         name: [c["name"] for c in hook["matchConditions"] if c["name"].startswith("wired-")]
@@ -134,6 +135,8 @@ def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
         for condition in hook["matchConditions"]:
             if condition["name"].startswith("wired-"):
                 assert "'networking.gke.io/interfaces' in " in condition["expression"]
+                # What an UPDATE removes or changes is sent too (the e2e tier drives each case).
+                assert "oldObject != null" in condition["expression"], condition["name"]
 
 
 @pytest.mark.parametrize(("render", "namespace"), installs())

@@ -14,6 +14,7 @@ from app.domain.verdict import Verdict
 from tests.builders import batch_job, job_set, pod, review, runtime, snapshot, trainjob, wired
 
 BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth1"))
+SWAPPED = (("eth1", "gpu-nic-1"), ("eth2", "gpu-nic-0"))
 
 
 @pytest.mark.parametrize(
@@ -47,8 +48,40 @@ BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth1"))
         pytest.param(review(pod(wired())), Assessment(None, None), id="a-pod-create"),
         pytest.param(
             review(pod(wired()), operation=Operation.UPDATE, old=pod(wired())),
-            Assessment("UPDATE of a Pod is not checked", None),
-            id="a-pod-update",
+            Assessment("the update leaves the Pod's wiring annotations as they were", None),
+            id="a-pod-update-keeping-its-wiring",
+        ),
+        pytest.param(
+            review(pod({**wired(), "team": "a"}), operation=Operation.UPDATE, old=pod(wired())),
+            Assessment("the update leaves the Pod's wiring annotations as they were", None),
+            id="a-pod-update-of-another-annotation",
+        ),
+        pytest.param(
+            review(pod(None), operation=Operation.UPDATE, old=pod({"team": "a"})),
+            Assessment("the update leaves the Pod's wiring annotations as they were", None),
+            id="an-unwired-pod-update",
+        ),
+        pytest.param(
+            review(pod(wired(SWAPPED)), operation=Operation.UPDATE, old=pod(wired())),
+            Assessment(None, None),
+            id="a-pod-update-swapping-its-wiring",
+        ),
+        pytest.param(
+            review(
+                pod(wired(default="")), operation=Operation.UPDATE, old=pod(wired(default=None))
+            ),
+            Assessment(None, None),
+            id="a-pod-update-setting-an-absent-default-interface-empty",
+        ),
+        pytest.param(
+            review(pod(None), operation=Operation.UPDATE, old=pod(wired())),
+            Assessment(None, None),
+            id="a-pod-update-removing-its-wiring",
+        ),
+        pytest.param(
+            review(pod(wired()), operation=Operation.UPDATE),
+            Assessment(None, None),
+            id="a-pod-update-without-its-old-object",
         ),
         pytest.param(
             review(job_set(), operation=Operation.UPDATE, old=job_set()),

@@ -326,7 +326,27 @@ def _relabelled(obj: JsonMap) -> dict[str, object]:
             (),
             id="job-wiring-changed",
         ),
-        pytest.param(pod(wired()), pod(wired(MISSING)), (), (), id="pod-update-not-judged"),
+        pytest.param(
+            job_set(node_job(wired(MISSING), name="node"), node_job(wired(), name="eval")),
+            job_set(node_job(wired(MISSING), name="node"), node_job(wired(PAIRS[:2]), name="eval")),
+            ("NetworkNotFound",),
+            (),
+            id="jobset-other-job-rewired",
+        ),
+        pytest.param(
+            pod(wired(MISSING)),
+            _relabelled(pod(wired(MISSING))),
+            (),
+            (),
+            id="pod-wiring-untouched-not-judged",
+        ),
+        pytest.param(
+            pod(wired(MISSING)),
+            pod(wired(MISSING, default="eth1")),
+            ("DefaultInterfaceInvalid", "NetworkNotFound"),
+            (),
+            id="pod-default-interface-changed-never-grandfathered",
+        ),
     ],
 )
 def test_an_update_is_grandfathered_while_the_wiring_is_untouched(
@@ -335,6 +355,159 @@ def test_an_update_is_grandfathered_while_the_wiring_is_untouched(
     verdict = _update(old, new)
     assert tuple(v.code.value for v in verdict.violations) == denied
     assert tuple(v.code.value for v in verdict.grandfathered) == grandfathered
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(
+            pod(wired(), owners=[JOB_OF]),
+            pod(wired(MISPLACED), owners=[JOB_OF]),
+            [("NetworkMisplaced", POD_INTERFACES, f"{POD_LEAD}Networks on another interface")],
+            id="gated-pod-wiring-swapped",
+        ),
+        pytest.param(
+            pod(None, owners=[JOB_OF]),
+            pod(wired(MISSING), owners=[JOB_OF]),
+            [("NetworkNotFound", f"{POD_INTERFACES}[2].network", POD_LEAD)],
+            id="unwired-pod-wired-with-a-missing-network",
+        ),
+        pytest.param(
+            pod(wired(MISSING), owners=[JOB_OF]),
+            pod(None, owners=[JOB_OF]),
+            [],
+            id="pod-wiring-removed",
+        ),
+        pytest.param(
+            pod(wired(MISSING), owners=[JOB_OF]),
+            pod({DEFAULT_INTERFACE: "eth0"}, owners=[JOB_OF]),
+            [],
+            id="pod-interfaces-removed-default-kept",
+        ),
+        pytest.param(
+            pod(wired(MISPLACED), owners=[JOB_OF]),
+            pod(wired(), owners=[JOB_OF]),
+            [],
+            id="pod-wiring-fixed",
+        ),
+    ],
+)
+def test_a_pod_update_that_changes_its_wiring_is_judged_as_at_create(
+    old: JsonMap, new: JsonMap, expected: list[tuple[str, str, str]]
+) -> None:
+    """A gated or pending Pod has no sandbox yet: its NICs will be what the annotation says
+    then, so the new wiring is judged as a CREATE, and dropping it is allowed."""
+    found = _found(_update(old, new))
+    assert [(code, field) for code, field, _ in found] == [(c, f) for c, f, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
+JOB_SET_REMOVED = (
+    "JobSet team-a/llama: workers job: the update removes the networking.gke.io/interfaces "
+    "annotation from the workers pod template: the Jobs the JobSet creates from it from then on "
+    "(a Job re-created on failure is one) would get no GPU NICs, only eth0"
+)
+JOB_REMOVED = (
+    "Job team-a/llama-node-0 (of JobSet team-a/llama): the update removes the "
+    "networking.gke.io/interfaces annotation from its pod template: the Pods the Job creates "
+    "from it from then on would get no GPU NICs, only eth0"
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(
+            job_set(node_job(wired(), name="node"), node_job(wired(), name="workers")),
+            job_set(node_job(wired(), name="node"), node_job({"team": "a"}, name="workers")),
+            [("InterfacesAnnotationMissing", f"{_rjob(1)}[{INTERFACES}]", JOB_SET_REMOVED)],
+            id="jobset-one-job-unwired",
+        ),
+        pytest.param(
+            job_set(node_job(wired(), name="workers"), node_job(wired(), name="node")),
+            job_set(node_job(wired(), name="node"), node_job(None, name="workers")),
+            [("InterfacesAnnotationMissing", f"{_rjob(1)}[{INTERFACES}]", JOB_SET_REMOVED)],
+            id="jobset-jobs-paired-by-name",
+        ),
+        pytest.param(
+            job_set(node_job(wired(), name="workers"), suspend=True),
+            job_set(
+                {"name": "workers", "template": {"spec": {}}},
+                node_job(None, name="node"),
+                suspend=True,
+            ),
+            [("InterfacesAnnotationMissing", f"{_rjob(0)}[{INTERFACES}]", JOB_SET_REMOVED)],
+            id="jobset-template-dropped",
+        ),
+        pytest.param(
+            job_set(node_job(wired(MISSING), name="node"), node_job(wired(), name="workers")),
+            job_set(node_job(wired(MISSING), name="node"), node_job(None, name="workers")),
+            [
+                ("NetworkNotFound", f"{_rjob(0)}[{INTERFACES}][2].network", "JobSet team-a/"),
+                ("InterfacesAnnotationMissing", f"{_rjob(1)}[{INTERFACES}]", JOB_SET_REMOVED),
+            ],
+            id="jobset-removal-beside-a-kept-violation-gets-the-full-verdict",
+        ),
+        pytest.param(
+            job_set(node_job(wired(), name="node")),
+            job_set(node_job(wired(), name="evaluator"), node_job(None, name="workers")),
+            [],
+            id="jobset-job-renamed-is-no-removal",
+        ),
+        pytest.param(
+            job_set(node_job(None, name="node")),
+            job_set(node_job(None, name="node")),
+            [],
+            id="jobset-never-wired",
+        ),
+        pytest.param(
+            batch_job(wired(), owners=[JOB_SET_OF]),
+            batch_job({"team": "a"}, owners=[JOB_SET_OF]),
+            [("InterfacesAnnotationMissing", JOB_INTERFACES, JOB_REMOVED)],
+            id="job-unwired",
+        ),
+        pytest.param(
+            batch_job(wired(), owners=[JOB_SET_OF]),
+            batch_job(wired(MISPLACED), owners=[JOB_SET_OF]),
+            [("NetworkMisplaced", JOB_INTERFACES, "Job team-a/llama-node-0 (of JobSet ")],
+            id="job-rewired-is-no-removal",
+        ),
+    ],
+)
+def test_an_update_removing_a_templates_wiring_is_refused(
+    old: JsonMap, new: JsonMap, expected: list[tuple[str, str, str]]
+) -> None:
+    """Jobs a JobSet creates, and Pods a Job creates, after the update would get only eth0:
+    the wiring they were admitted with may not be taken away."""
+    found = _found(_update(old, new))
+    assert [(code, field) for code, field, _ in found] == [(c, f) for c, f, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
+@pytest.mark.parametrize(
+    ("policy", "allowed", "warned"),
+    [
+        pytest.param(Policy(workloads=Workloads.WARN), True, (), id="workloads-warn"),
+        pytest.param(Policy(workloads=Workloads.OFF), True, (), id="workloads-off"),
+        pytest.param(
+            Policy(enforcement=Enforcement.WARN),
+            True,
+            ("InterfacesAnnotationMissing",),
+            id="enforcement-warn",
+        ),
+    ],
+)
+def test_a_removed_wiring_follows_the_settings(
+    policy: Policy, allowed: bool, warned: tuple[str, ...]
+) -> None:
+    old, new = batch_job(wired()), batch_job(None)
+    verdict = evaluate(review(new, operation=Operation.UPDATE, old=old), snapshot(), policy)
+    assert verdict.allowed is allowed
+    assert tuple(v.code.value for v in verdict.warned) == warned
+    waived = policy.workloads is Workloads.WARN
+    assert [v.code.value for v in verdict.waived] == (["InterfacesAnnotationMissing"] * waived)
 
 
 @pytest.mark.parametrize(

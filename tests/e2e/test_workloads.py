@@ -26,7 +26,7 @@ from tests.harness.objects import (
     unique,
 )
 from tests.harness.stack import Stack
-from tests.harness.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, checked
+from tests.harness.state import AS_BREAK_GLASS, BREAK_GLASS_LABEL, Run, checked
 
 pytestmark = pytest.mark.e2e
 
@@ -110,6 +110,12 @@ def pod(
     }
 
 
+def patched(stack: Stack, kind: str, name: str, namespace: str, kind_of: str, body: Any) -> Run:
+    """``kubectl patch`` of ``kind`` ``name`` as admin, a ``kind_of`` (merge, json) patch."""
+    args = ("patch", kind, name, "-n", namespace, "--type", kind_of, "-p", json.dumps(body))
+    return stack.kubectl(*args, who="admin")
+
+
 def test_a_queued_jobsets_swapped_interfaces_are_refused(stack: Stack, namespace: str) -> None:
     """JobSet v0.12.0 lets a suspended JobSet's pod-template annotations change (for Kueue):
     a merge patch that swaps two Networks' interfaces is refused; the JobSet keeps its own."""
@@ -121,10 +127,7 @@ def test_a_queued_jobsets_swapped_interfaces_are_refused(stack: Stack, namespace
     node_template({"spec": {"replicatedJobs": swapped}})["metadata"]["annotations"][INTERFACES] = (
         interfaces(SWAPPED)
     )
-    patch = json.dumps({"spec": {"replicatedJobs": swapped}})
-    run = stack.kubectl(
-        "patch", "jobset", name, "-n", namespace, "--type", "merge", "-p", patch, who="admin"
-    )
+    run = patched(stack, "jobset", name, namespace, "merge", {"spec": {"replicatedJobs": swapped}})
     expect.denied(
         run,
         f"JobSet/{namespace}/{name}",
@@ -193,6 +196,129 @@ def test_a_pod_without_the_annotation_never_reaches_nicguard(stack: Stack, names
     wired = pod(unique("wired"), namespace, list(RECIPE_PAIRS))
     expect.allowed(stack.apply(wired, who="admin"), "created")
     assert stack.nicguard.judged_requests() == before + 1
+
+
+def gated(pod_: Obj) -> Obj:
+    """``pod_`` held by a scheduling gate, as Kueue holds the Pods it queues."""
+    pod_["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    return pod_
+
+
+def annotations_of(stack: Stack, kind: str, name: str, namespace: str, path: str) -> Any:
+    """The annotations at jsonpath ``path`` of the stored ``kind`` ``name``."""
+    got = stack.kubectl("get", kind, name, "-n", namespace, "-o", "json", who="admin")
+    found: Any = json.loads(checked(got, f"reading {kind} {name}").stdout)
+    for step in path.split("."):
+        found = found[int(step)] if step.isdigit() else found[step]
+    return found
+
+
+def test_a_gated_pods_wiring_changed_by_annotate_is_judged_as_at_create(
+    stack: Stack, namespace: str
+) -> None:
+    """A gated Pod has no sandbox: its NICs will be what its annotation says when it gets one.
+    Swapping an admitted Pod's wiring, or wiring an unwired one with a missing Network, is
+    refused; removing the wiring is allowed."""
+    name = unique("llama-node-0-0")
+    expect.allowed(stack.apply(gated(pod(name, namespace, list(RECIPE_PAIRS))), who="admin"))
+    annotate = ("annotate", "--overwrite", "pod", name, "-n", namespace)
+    run = stack.kubectl(*annotate, f"{INTERFACES}={interfaces(SWAPPED)}", who="admin")
+    subject = f"Pod {namespace}/{name}: "
+    fragment = "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2)"
+    expect.denied(
+        run, f"Pod/{namespace}/{name}", "NetworkMisplaced", subject, fragment, webhook=PODS
+    )
+    held = annotations_of(stack, "pod", name, namespace, "metadata.annotations")
+    assert held[INTERFACES] == interfaces(RECIPE_PAIRS)
+    unwired = unique("plain")
+    expect.allowed(stack.apply(gated(pod(unwired, namespace, None)), who="admin"))
+    wiring_of_lost = [f"{key}={value}" for key, value in wiring(LOST).items()]
+    run = stack.kubectl("annotate", "pod", unwired, "-n", namespace, *wiring_of_lost, who="admin")
+    subject = f"Pod {namespace}/{unwired}: "
+    expect.denied(
+        run,
+        f"Pod/{namespace}/{unwired}",
+        "NetworkNotFound",
+        subject,
+        "gpu-nic-missing",
+        webhook=PODS,
+    )
+    removed = stack.kubectl(*annotate, f"{INTERFACES}-", f"{DEFAULT_INTERFACE}-", who="admin")
+    expect.allowed(removed, f"pod/{name} annotated")
+
+
+def test_pod_writes_that_leave_the_wiring_alone_never_reach_nicguard(
+    stack: Stack, namespace: str
+) -> None:
+    """A status write, another annotation and a label on a wired Pod are never sent; the
+    change of its default interface is."""
+    name = unique("llama-node-0-0")
+    expect.allowed(stack.apply(gated(pod(name, namespace, list(RECIPE_PAIRS))), who="admin"))
+    before = stack.nicguard.judged_requests()
+    condition = {"type": "example.com/probe", "status": "True"}
+    status = json.dumps({"status": {"conditions": [condition]}})
+    writes = [
+        ("patch", "pod", name, "--subresource=status", "--type=merge", "-p", status),
+        ("annotate", "pod", name, "kueue.x-k8s.io/workload=llama"),
+        ("label", "pod", name, "team=a"),
+        ("annotate", "--overwrite", "pod", name, f"{INTERFACES}={interfaces(RECIPE_PAIRS)}"),
+    ]
+    for write in writes:
+        run = stack.kubectl(*write, "-n", namespace, who="admin")
+        assert run.returncode == 0, expect.shown(run)
+    assert stack.nicguard.judged_requests() == before
+    conditions = annotations_of(stack, "pod", name, namespace, "status.conditions")
+    assert condition in [{k: c[k] for k in ("type", "status")} for c in conditions]
+    run = stack.kubectl(
+        "annotate",
+        "--overwrite",
+        "pod",
+        name,
+        "-n",
+        namespace,
+        f"{DEFAULT_INTERFACE}=eth1",
+        who="admin",
+    )
+    expect.denied(run, f"Pod/{namespace}/{name}", "DefaultInterfaceInvalid", webhook=PODS)
+    assert stack.nicguard.judged_requests() == before + 1
+
+
+def test_the_wiring_removed_from_a_suspended_jobset_or_job_is_refused(
+    stack: Stack, namespace: str
+) -> None:
+    """The Jobs a resumed JobSet creates (and the Pods a resumed Job creates) would get only
+    eth0: a patch that drops the interfaces annotation is refused, the object keeps it."""
+    name = unique("llama")
+    queued = job_set(name, namespace)
+    queued["spec"]["suspend"] = True
+    expect.allowed(stack.apply(queued, who="admin"), f"jobset.jobset.x-k8s.io/{name} created")
+    (position,) = [i for i, j in enumerate(queued["spec"]["replicatedJobs"]) if j["name"] == "node"]
+    key = INTERFACES.replace("/", "~1")
+    path = f"/spec/replicatedJobs/{position}/template/spec/template/metadata/annotations/{key}"
+    run = patched(stack, "jobset", name, namespace, "json", [{"op": "remove", "path": path}])
+    expect.denied(
+        run,
+        f"JobSet/{namespace}/{name}",
+        "InterfacesAnnotationMissing",
+        f"JobSet {namespace}/{name}: node job: the update removes the {INTERFACES} annotation "
+        "from the node pod template",
+        "would get no GPU NICs",
+        webhook=WORKLOADS,
+    )
+    stored = f"spec.replicatedJobs.{position}.template.spec.template.metadata.annotations"
+    assert INTERFACES in annotations_of(stack, "jobset", name, namespace, stored)
+    job_name = unique("llama-node-0")
+    expect.allowed(stack.apply(job(job_name, namespace, list(RECIPE_PAIRS)), who="admin"))
+    removal = [{"op": "remove", "path": f"/spec/template/metadata/annotations/{key}"}]
+    run = patched(stack, "job", job_name, namespace, "json", removal)
+    subject = f"Job {namespace}/{job_name}: the update removes"
+    expect.denied(
+        run,
+        f"Job/{namespace}/{job_name}",
+        "InterfacesAnnotationMissing",
+        subject,
+        webhook=WORKLOADS,
+    )
 
 
 def test_audit_include_workloads_names_what_runs_wired_wrong(stack: Stack, namespace: str) -> None:

@@ -1,5 +1,6 @@
-"""The workload doors over HTTP (app.web.admission): a wired Pod and a queued JobSet's swapped
-annotation, through the app the webhook serves. Over TLS: tests/test_serve.py."""
+"""The workload doors over HTTP (app.web.admission): a wired Pod, a gated Pod's swapped wiring
+and a queued JobSet's swapped or removed annotation, through the app the webhook serves. Over
+TLS: tests/test_serve.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ POD_MESSAGE = (
     "team-a/llama-node-0): Networks on another interface than the recipe gives them: "
     "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2), eth2->gpu-nic-0 (the recipe places "
     "gpu-nic-0 on eth1) (recipe nicguard-system/nicguard-recipe@48213)"
+)
+
+NODE_INTERFACES = (
+    "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
+    "[networking.gke.io/interfaces]"
 )
 
 
@@ -36,13 +42,43 @@ def test_a_misplaced_pod_is_refused_naming_itself_and_its_job(client: TestClient
     assert response["auditAnnotations"]["violations"] == "NetworkMisplaced"
 
 
-def test_a_pod_update_is_not_judged(client: TestClient) -> None:
+def test_a_pod_update_keeping_its_wiring_is_not_judged(client: TestClient) -> None:
     review = sample_review("misplaced-pod")
     review["request"]["operation"] = "UPDATE"
     review["request"]["oldObject"] = review["request"]["object"]
     response = _response(client, review)
     assert response["allowed"] is True
     assert "warnings" not in response
+
+
+def test_a_gated_pods_swapped_wiring_is_refused_as_at_create(client: TestClient) -> None:
+    review = sample_review("swapped-gated-pod")
+    assert review["request"]["object"]["spec"]["schedulingGates"]
+    response = _response(client, review)
+    assert response["allowed"] is False
+    assert response["status"]["message"] == POD_MESSAGE
+    assert "grandfathered" not in response["auditAnnotations"]
+
+
+def test_a_pod_update_removing_its_wiring_is_allowed(client: TestClient) -> None:
+    review = sample_review("swapped-gated-pod")
+    del review["request"]["object"]["metadata"]["annotations"]
+    response = _response(client, review)
+    assert response["allowed"] is True
+    assert "warnings" not in response
+
+
+def test_a_queued_jobsets_removed_wiring_is_refused(client: TestClient) -> None:
+    response = _response(client, sample_review("unwired-jobset-patch"))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "JobSet/team-a/llama: [InterfacesAnnotationMissing] JobSet team-a/llama: node job: the "
+        "update removes the networking.gke.io/interfaces annotation from the node pod template: "
+        "the Jobs the JobSet creates from it from then on (a Job re-created on failure is one) "
+        "would get no GPU NICs, only eth0"
+    )
+    (cause,) = response["status"]["details"]["causes"]
+    assert cause["field"] == NODE_INTERFACES
 
 
 def test_a_queued_jobsets_swapped_annotation_is_refused(client: TestClient) -> None:
@@ -54,10 +90,7 @@ def test_a_queued_jobsets_swapped_annotation_is_refused(client: TestClient) -> N
         "another interface than the recipe gives them: eth1->gpu-nic-1 "
     )
     (cause,) = response["status"]["details"]["causes"]
-    assert cause["field"] == (
-        "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
-        "[networking.gke.io/interfaces]"
-    )
+    assert cause["field"] == NODE_INTERFACES
 
 
 def test_a_jobset_update_keeping_the_wiring_is_allowed(client: TestClient) -> None:
