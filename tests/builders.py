@@ -429,14 +429,20 @@ def exactly(
     mode: str | None = "All",
     count: object = None,
     name: str = "rdma",
+    **fields: object,
 ) -> dict[str, object]:
-    """A ResourceClaimTemplate request of ``exactly`` one class (fields left out when None)."""
-    found: dict[str, object] = {"deviceClassName": device_class}
+    """A ResourceClaimTemplate request of ``exactly`` one class (fields left out when None;
+    ``fields`` are more of ``exactly``'s, e.g. ``selectors``, ``adminAccess``)."""
+    found: dict[str, object] = {"deviceClassName": device_class, **fields}
     if mode is not None:
         found["allocationMode"] = mode
     if count is not None:
         found["count"] = count
     return {"name": name, "exactly": found}
+
+
+ONE_NIC_SELECTOR: Final = [{"cel": {"expression": 'device.attributes["dra.net"].ifName == "eth1"'}}]
+"""A CEL selector that narrows ``All`` to one NIC."""
 
 
 def first_available(*classes: str, name: str = "rdma") -> dict[str, object]:
@@ -452,9 +458,10 @@ def claim_template(
     name: str = "default-rdma",
     *requests: object,
     namespace: str | None = "team",
+    **devices: object,
 ) -> dict[str, object]:
     """A ResourceClaimTemplate as the apiserver stores it (default: one request of all RDMA
-    NICs)."""
+    NICs); ``devices`` are more fields of ``spec.spec.devices`` (``constraints``, ``config``)."""
     metadata: dict[str, object] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
@@ -462,7 +469,7 @@ def claim_template(
         "apiVersion": RESOURCE_API,
         "kind": "ResourceClaimTemplate",
         "metadata": metadata,
-        "spec": {"spec": {"devices": {"requests": list(requests or (exactly(),))}}},
+        "spec": {"spec": {"devices": {"requests": list(requests or (exactly(),)), **devices}}},
     }
 
 

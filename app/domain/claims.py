@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Final, NamedTuple
 
 from app.domain.fields import FieldPath, as_list, as_map, str_at, value_at
@@ -17,6 +18,20 @@ RDMA_CLASS: Final = "mrdma.google.com"
 EXACT_COUNT: Final = "ExactCount"
 ALL: Final = "All"
 DEFAULT_NAMESPACE: Final = "default"
+SELECTORS: Final = "selectors"
+ADMIN_ACCESS: Final = "adminAccess"
+CONSTRAINTS: Final = "constraints"
+CONFIG: Final = "config"
+_NARROWING: Final = (SELECTORS, ADMIN_ACCESS, CONSTRAINTS, CONFIG)
+"""The fields that can make a request of ``All`` devices get fewer of them, or other than its
+own: ``selectors`` (a CEL filter), ``adminAccess`` (devices in use by others, for monitoring),
+and ``constraints`` or ``config`` entries that name the request."""
+_SAID: Final = {
+    SELECTORS: "selectors",
+    ADMIN_ACCESS: "adminAccess: true",
+    CONSTRAINTS: "constraints naming it",
+    CONFIG: "config naming it",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +46,9 @@ class ClaimRequest:
     first_available: bool = False
     classes: tuple[str, ...] = ()
     """The ``deviceClassName`` of each ``firstAvailable`` sub-request; empty otherwise."""
+    narrowed: tuple[str, ...] = ()
+    """Which of ``_NARROWING`` the request carries or is named by (one tuple per combination,
+    shared: caches hold a template per namespace)."""
 
     def requests(self, device_class: str) -> bool:
         """Whether any device this request may get is of ``device_class``."""
@@ -40,10 +58,14 @@ class ClaimRequest:
         if self.first_available:
             return f"a firstAvailable list of {', '.join(self.classes) or 'nothing'}"
         if self.allocation_mode == ALL:
-            return f"all {self.device_class} devices"
-        if self.allocation_mode == EXACT_COUNT:
-            return f"{self.count} {self.device_class} device{'' if self.count == 1 else 's'}"
-        return f"{self.device_class} devices by allocationMode {self.allocation_mode}"
+            asked = f"all {self.device_class} devices"
+        elif self.allocation_mode == EXACT_COUNT:
+            asked = f"{self.count} {self.device_class} device{'' if self.count == 1 else 's'}"
+        else:
+            asked = f"{self.device_class} devices by allocationMode {self.allocation_mode}"
+        if not self.narrowed:
+            return asked
+        return f"{asked} with {', '.join(_SAID[field] for field in self.narrowed)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,31 +93,74 @@ def claim_template_of(obj: object) -> ClaimTemplate | None:
     name = str_at(obj, "metadata", "name")
     if not is_claim_template(obj) or not name:
         return None
-    requests = as_list(value_at(obj, "spec", "spec", "devices", "requests")) or ()
+    devices = value_at(obj, "spec", "spec", "devices")
+    requests = as_list(value_at(devices, "requests")) or ()
+    naming = (_Naming.of(value_at(devices, CONSTRAINTS)), _Naming.of(value_at(devices, CONFIG)))
     return ClaimTemplate(
         namespace=str_at(obj, "metadata", "namespace") or DEFAULT_NAMESPACE,
         name=name,
-        requests=tuple(_request(r) for r in requests if as_map(r) is not None),
+        requests=tuple(_request(r, naming) for r in requests if as_map(r) is not None),
     )
 
 
-def _request(request: object) -> ClaimRequest:
+@dataclass(frozen=True, slots=True)
+class _Naming:
+    """The requests the entries of ``constraints`` or ``config`` name: an entry without
+    ``requests`` (or with an empty list) names every request; ``main/sub`` names ``main``."""
+
+    every: bool = False
+    names: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, value: object) -> _Naming:
+        every, names = False, set[str]()
+        for entry in as_list(value) or ():
+            if as_map(entry) is None:
+                continue
+            named = as_list(value_at(entry, "requests"))
+            if not named:
+                every = True
+            names.update(n.partition("/")[0] for n in named or () if isinstance(n, str))
+        return cls(every, frozenset(names))
+
+    def __call__(self, request: str) -> bool:
+        return self.every or request in self.names
+
+
+def _request(request: object, naming: tuple[_Naming, _Naming]) -> ClaimRequest:
     name = str_at(request, "name") or ""
+    constrained, configured = (named(name) for named in naming)
     alternatives = as_list(value_at(request, "firstAvailable"))
     if alternatives is not None:
         classes = (str_at(a, "deviceClassName") for a in alternatives)
         return ClaimRequest(
-            name, None, first_available=True, classes=tuple(c for c in classes if c)
+            name,
+            None,
+            first_available=True,
+            classes=tuple(c for c in classes if c),
+            narrowed=_NARROWINGS[False, False, constrained, configured],
         )
     exactly = value_at(request, "exactly")
     count = value_at(exactly, "count")
+    # An empty list selects nothing out; anything else a file holds is taken to narrow.
+    selectors = value_at(exactly, SELECTORS) not in (None, [])
+    admin = value_at(exactly, ADMIN_ACCESS) not in (None, False)
     return ClaimRequest(
         name,
         str_at(exactly, "deviceClassName"),
         allocation_mode=str_at(exactly, "allocationMode") or EXACT_COUNT,
         # The apiserver stores an integer; anything else in a file asks for no device.
         count=1 if count is None else count if type(count) is int else 0,
+        narrowed=_NARROWINGS[selectors, admin, constrained, configured],
     )
+
+
+_Carried = tuple[bool, bool, bool, bool]
+_NARROWINGS: Final[dict[_Carried, tuple[str, ...]]] = {
+    carried: tuple(field for field, on in zip(_NARROWING, carried, strict=True) if on)
+    for carried in product((False, True), (False, True), (False, True), (False, True))
+}
+"""One tuple per combination, for every request that carries it."""
 
 
 @dataclass(frozen=True, slots=True)

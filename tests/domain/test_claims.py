@@ -14,7 +14,14 @@ from app.domain.claims import (
     pod_claims,
 )
 from app.domain.fields import FieldPath
-from tests.builders import RDMA, by_template, claim_template, exactly, first_available
+from tests.builders import (
+    ONE_NIC_SELECTOR,
+    RDMA,
+    by_template,
+    claim_template,
+    exactly,
+    first_available,
+)
 
 NETDEV = "netdev.google.com"
 
@@ -63,6 +70,81 @@ def test_requests_are_read_with_the_apiservers_defaults(
 ) -> None:
     found = claim_template_of(claim_template("t", *requests))
     assert found == ClaimTemplate("team", "t", expected)
+
+
+ALL_RDMA = exactly(name="rdma")
+NET = exactly(NETDEV, name="net")
+MATCH = "dra.net/pciRoot"
+
+
+@pytest.mark.parametrize(
+    ("requests", "devices", "expected"),
+    [
+        pytest.param([ALL_RDMA, NET], {}, ((), ()), id="none"),
+        pytest.param(
+            [exactly(selectors=ONE_NIC_SELECTOR), NET], {}, (("selectors",), ()), id="selectors"
+        ),
+        pytest.param([exactly(selectors=[])], {}, ((),), id="empty-selectors-narrow-nothing"),
+        pytest.param([exactly(adminAccess=True)], {}, (("adminAccess",),), id="admin-access"),
+        pytest.param([exactly(adminAccess=False)], {}, ((),), id="admin-access-false"),
+        pytest.param(
+            [ALL_RDMA, NET],
+            {"constraints": [{"requests": ["rdma", "net"], "matchAttribute": MATCH}]},
+            (("constraints",), ("constraints",)),
+            id="constraints-naming-both",
+        ),
+        pytest.param(
+            [ALL_RDMA, NET],
+            {"constraints": [{"requests": ["net"], "matchAttribute": MATCH}]},
+            ((), ("constraints",)),
+            id="constraints-naming-another",
+        ),
+        pytest.param(
+            [ALL_RDMA, NET],
+            {"constraints": [{"matchAttribute": MATCH}, "not-a-map"]},
+            (("constraints",), ("constraints",)),
+            id="constraints-without-requests-name-every-request",
+        ),
+        pytest.param(
+            [ALL_RDMA],
+            {"constraints": [{"requests": [], "matchAttribute": MATCH}]},
+            (("constraints",),),
+            id="an-empty-list-names-every-request",
+        ),
+        pytest.param(
+            [first_available(RDMA, name="rdma")],
+            {"config": [{"requests": ["rdma/alt0", 7], "opaque": {"driver": "d"}}]},
+            (("config",),),
+            id="config-naming-a-subrequest",
+        ),
+        pytest.param(
+            [exactly(selectors=ONE_NIC_SELECTOR, adminAccess=True)],
+            {"constraints": [{"matchAttribute": MATCH}], "config": [{"opaque": {}}]},
+            (("selectors", "adminAccess", "constraints", "config"),),
+            id="all-four",
+        ),
+    ],
+)
+def test_a_request_knows_what_narrows_it(
+    requests: list[object], devices: dict[str, object], expected: tuple[tuple[str, ...], ...]
+) -> None:
+    found = claim_template_of(
+        claim_template(
+            "t", *requests, constraints=devices.get("constraints"), config=devices.get("config")
+        )
+    )
+    assert found is not None
+    assert tuple(r.narrowed for r in found.requests) == expected
+
+
+def test_equal_narrowings_are_one_tuple() -> None:
+    first, second = (
+        claim_template_of(claim_template(name, exactly(selectors=ONE_NIC_SELECTOR)))
+        for name in ("a", "b")
+    )
+    assert first is not None
+    assert second is not None
+    assert first.requests[0].narrowed is second.requests[0].narrowed
 
 
 def test_an_omitted_namespace_is_default_and_no_requests_is_empty() -> None:
@@ -130,6 +212,21 @@ def test_a_request_requests_a_class_exactly_or_among_its_alternatives(
             ClaimRequest("r", None, first_available=True),
             "a firstAvailable list of nothing",
             id="first-available-empty",
+        ),
+        pytest.param(
+            ClaimRequest("r", RDMA, allocation_mode="All", narrowed=("selectors",)),
+            f"all {RDMA} devices with selectors",
+            id="selectors",
+        ),
+        pytest.param(
+            ClaimRequest("r", RDMA, count=8, narrowed=("adminAccess", "constraints", "config")),
+            f"8 {RDMA} devices with adminAccess: true, constraints naming it, config naming it",
+            id="admin-access-constraints-config",
+        ),
+        pytest.param(
+            ClaimRequest("r", None, first_available=True, narrowed=("config",)),
+            "a firstAvailable list of nothing",
+            id="first-available-says-its-list",
         ),
     ],
 )

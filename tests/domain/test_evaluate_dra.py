@@ -18,6 +18,7 @@ from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
 from tests.builders import (
     INTERFACES,
+    ONE_NIC_SELECTOR,
     PAIRS,
     PROFILE,
     RDMA,
@@ -47,6 +48,7 @@ SHARED = {"name": "rdma", "resourceClaimName": "all-nics"}
 CLAIMS = "spec.template.spec.replicatedJobs[0].template.spec.template.spec.resourceClaims"
 ETH0_ONLY = {INTERFACES: '[{"interfaceName":"eth0","network":"default"}]'}
 BOUND = "bound to profile a4-dranet (8 RDMA NICs per node), but "
+OPAQUE = {"driver": "mrdma.google.com", "parameters": {"mtu": 8896}}
 
 
 def judged(
@@ -110,6 +112,63 @@ CASES = {
         (claim_template("default-rdma", exactly(mode="Some")),),
         ("RdmaClaimMismatch",),
         "by allocationMode Some",
+    ),
+    "selectors": Case(
+        dra_runtime(by_template()),
+        (claim_template("default-rdma", exactly(selectors=ONE_NIC_SELECTOR)),),
+        ("RdmaClaimMismatch",),
+        f"{BOUND}ResourceClaimTemplate team/default-rdma requests all {RDMA} devices with "
+        f"selectors: request exactly one {RDMA}, allocationMode All or ExactCount count 8, "
+        "without selectors, adminAccess, or constraints or config naming it",
+        f"{CLAIMS}[0]",
+    ),
+    "admin-access": Case(
+        dra_runtime(by_template()),
+        (claim_template("default-rdma", exactly(adminAccess=True)),),
+        ("RdmaClaimMismatch",),
+        f"requests all {RDMA} devices with adminAccess: true:",
+    ),
+    "constraints-naming-the-request": Case(
+        dra_runtime(by_template()),
+        (
+            claim_template(
+                "default-rdma",
+                exactly(),
+                exactly(NETDEV, name="net"),
+                constraints=[{"requests": ["rdma", "net"], "matchAttribute": "dra.net/numa"}],
+            ),
+        ),
+        ("RdmaClaimMismatch",),
+        f"requests all {RDMA} devices with constraints naming it:",
+    ),
+    "constraints-naming-every-request": Case(
+        dra_runtime(by_template()),
+        (claim_template("default-rdma", constraints=[{"matchAttribute": "dra.net/numa"}]),),
+        ("RdmaClaimMismatch",),
+        "with constraints naming it:",
+    ),
+    "constraints-naming-another-request": Case(
+        dra_runtime(by_template()),
+        (
+            claim_template(
+                "default-rdma",
+                exactly(),
+                exactly(NETDEV, name="net"),
+                constraints=[{"requests": ["net"], "matchAttribute": "dra.net/numa"}],
+            ),
+        ),
+        (),
+    ),
+    "config-naming-the-request": Case(
+        dra_runtime(by_template()),
+        (claim_template("default-rdma", config=[{"requests": ["rdma"], "opaque": OPAQUE}]),),
+        ("RdmaClaimMismatch",),
+        "with config naming it:",
+    ),
+    "none-of-these": Case(
+        dra_runtime(by_template()),
+        (claim_template("default-rdma", exactly(selectors=[], adminAccess=False)),),
+        (),
     ),
     "netdev-only": Case(
         dra_runtime(by_template()),

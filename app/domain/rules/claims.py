@@ -58,9 +58,9 @@ class Templates:
 
 
 def satisfies(template: ClaimTemplate, nics: int) -> bool:
-    """Exactly one request of RDMA NICs, for all of them."""
+    """Exactly one request of RDMA NICs, for all of them, that nothing narrows."""
     (requested, *more) = template.requesting(RDMA_CLASS) or (None,)
-    if requested is None or more or requested.first_available:
+    if requested is None or more or requested.first_available or requested.narrowed:
         return False
     return requested.allocation_mode == ALL or (
         requested.allocation_mode == EXACT_COUNT and requested.count == nics
@@ -130,11 +130,19 @@ def _mismatches(
             Violation(
                 code=Code.RDMA_CLAIM_MISMATCH,
                 field=entry.field,
-                message=f"{bound}, but {shown(template.describe())} requests {what}: request "
-                f"exactly one {RDMA_CLASS}, allocationMode All or ExactCount count {nics}",
+                message=f"{bound}, but {shown(template.describe())} requests {what}: "
+                f"{claim_expected(nics, narrowed=any(r.narrowed for r in requests))}",
             )
         )
     return bool(asking)
+
+
+def claim_expected(nics: int, *, narrowed: bool = False) -> str:
+    """What a template must request instead; what it must not carry, when it carries some."""
+    expected = f"request exactly one {RDMA_CLASS}, allocationMode All or ExactCount count {nics}"
+    if not narrowed:
+        return expected
+    return f"{expected}, without selectors, adminAccess, or constraints or config naming it"
 
 
 def _unclaimed(claims: PodClaims, bound: str, out: VerdictBuilder) -> None:

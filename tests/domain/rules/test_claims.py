@@ -46,6 +46,21 @@ NETDEV = "netdev.google.com"
             id="beside-another-class",
         ),
         pytest.param((ClaimRequest("a", NETDEV, allocation_mode="All"),), 8, False, id="none"),
+        pytest.param(
+            (ClaimRequest("r", RDMA, allocation_mode="All", narrowed=("selectors",)),),
+            8,
+            False,
+            id="narrowed",
+        ),
+        pytest.param(
+            (
+                ClaimRequest("a", NETDEV, allocation_mode="All", narrowed=("constraints",)),
+                ClaimRequest("b", RDMA, allocation_mode="All"),
+            ),
+            8,
+            True,
+            id="another-request-narrowed",
+        ),
         pytest.param((), 8, False, id="no-requests"),
     ],
 )
