@@ -1,5 +1,5 @@
-"""``nicguard check``: judge the Trainer objects, runtime snapshots and workloads (JobSets, Jobs,
-Pods) in files as CREATEs against a file-mode state."""
+"""``nicguard check``: judge the Trainer objects, runtime snapshots, workloads (JobSets, Jobs,
+Pods) and ResourceClaimTemplates in files as CREATEs against a file-mode state."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
+from app.domain.claims import CLAIM_TEMPLATE_KIND, RESOURCE_API, is_claim_template
 from app.domain.cluster import (
     ClusterSnapshot,
     RuntimeKey,
@@ -17,7 +18,7 @@ from app.domain.cluster import (
 )
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap, map_at, str_at
-from app.domain.kinds import Copy, Kind, Workload, trainer_kind, workload_kind
+from app.domain.kinds import Copy, Kind, Protected, Workload, trainer_kind, workload_kind
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
@@ -58,8 +59,8 @@ def check_files(
     namespace: str = DEFAULT_NAMESPACE,
     note: Callable[[str], None] = lambda _: None,
 ) -> list[CheckResult]:
-    """Evaluate every CTR/TR/TrainJob, JobSet/Job/Pod and runtime snapshot ConfigMap in
-    ``files``; raises
+    """Evaluate every CTR/TR/TrainJob, JobSet/Job/Pod, runtime snapshot ConfigMap and
+    ResourceClaimTemplate in ``files``; raises
     StateFileError on unusable input. Namespaced objects without ``metadata.namespace`` are in
     ``namespace``, as ``kubectl apply -n`` puts them.
 
@@ -69,6 +70,7 @@ def check_files(
     snapshot = state_snapshot(state, settings.recipe_configmap, note)
     subjects: list[tuple[SourcedObject, Kind | Workload]] = []
     copies: list[tuple[SourcedObject, str]] = []
+    templates: list[SourcedObject] = []
     for sourced in load_objects(list(files)):
         kind = trainer_kind(sourced.obj) or workload_kind(sourced.obj)
         owner = _snapshot_owner(sourced.obj)
@@ -79,18 +81,19 @@ def check_files(
             subjects.append((sourced, kind))
         elif owner is not None:
             copies.append((sourced, owner))
+        elif is_claim_template(sourced.obj):
+            templates.append(sourced)
         else:
             note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
     view = with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace)))
     results = [_evaluate(o.obj, kind, view, settings, namespace) for o, kind in subjects]
-    return results + [
-        _evaluate_copy(o.obj, owner, view, settings, namespace) for o, owner in copies
-    ]
+    results += [_evaluate_copy(o.obj, owner, view, settings, namespace) for o, owner in copies]
+    return results + [_evaluate_template(o.obj, view, settings, namespace) for o in templates]
 
 
 _JUDGED = (
-    "ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job, Pod or runtime snapshot "
-    "ConfigMap"
+    "ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job, Pod, runtime snapshot "
+    "ConfigMap or ResourceClaimTemplate"
 )
 
 
@@ -118,6 +121,28 @@ def _evaluate_copy(
         kind="ConfigMap",
         namespace=namespace,
         name=str_at(obj, "metadata", "name") or "",
+        verdict=evaluate(review, view, settings.policy),
+    )
+
+
+def _evaluate_template(
+    obj: JsonMap, view: ClusterSnapshot, settings: Settings, default: str
+) -> CheckResult:
+    """A ResourceClaimTemplate, judged as its CREATE at claimtemplates.nicguard.dev."""
+    namespace = str_at(obj, "metadata", "namespace") or default
+    name = str_at(obj, "metadata", "name") or ""
+    review = Review(
+        operation=Operation.CREATE,
+        kind=Protected.CLAIM_TEMPLATE,
+        namespace=namespace,
+        obj=obj,
+        name=name,
+    )
+    return CheckResult(
+        api_version=RESOURCE_API,
+        kind=CLAIM_TEMPLATE_KIND,
+        namespace=namespace,
+        name=name,
         verdict=evaluate(review, view, settings.policy),
     )
 

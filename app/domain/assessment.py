@@ -27,6 +27,8 @@ _PROTECTED_OPERATIONS: Final[dict[Protected | Copy, frozenset[Operation]]] = {
     Protected.NETWORK: frozenset({Operation.DELETE}),
     Protected.PARAM_SET: frozenset({Operation.DELETE}),
     Protected.RECIPE: frozenset({Operation.CREATE, Operation.UPDATE, Operation.DELETE}),
+    # Its spec is immutable: what it requests is written once.
+    Protected.CLAIM_TEMPLATE: frozenset({Operation.CREATE}),
     Copy.RUNTIME_SNAPSHOT: frozenset({Operation.CREATE, Operation.UPDATE}),
 }
 # A Pod's UPDATE counts too: one without a sandbox yet (gated, pending) gets the NICs its

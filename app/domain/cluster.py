@@ -173,6 +173,13 @@ def runtime_key(kind: Kind, namespace: str, name: str) -> RuntimeKey:
     return (kind, "" if kind is Kind.CLUSTER_TRAINING_RUNTIME else namespace, name)
 
 
+def runtime_name(key: RuntimeKey) -> str:
+    """``TrainingRuntime team-a/x``, ``ClusterTrainingRuntime y``: a runtime as messages name it."""
+    kind, namespace, name = key
+    where = f"{namespace}/" if kind is Kind.TRAINING_RUNTIME else ""
+    return f"{kind.value} {shown(where + name)}"
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     """An immutable ClusterView: what adapters build from files or watch caches."""

@@ -97,6 +97,8 @@ class Protected(StrEnum):
     NETWORK = "Network"
     PARAM_SET = "GKENetworkParamSet"
     RECIPE = "ConfigMap"
+    CLAIM_TEMPLATE = "ResourceClaimTemplate"
+    """A ResourceClaimTemplate whose name a DRA-bound runtime uses (docs/dra.md)."""
 
 
 class Copy(StrEnum):

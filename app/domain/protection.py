@@ -1,5 +1,6 @@
 """Judging a request about what the wiring depends on: a Network's or GKENetworkParamSet's
-deletion, a write or deletion of the recipe ConfigMap (the rules: app/domain/rules/protect.py)."""
+deletion, a write or deletion of the recipe ConfigMap (the rules: app/domain/rules/protect.py),
+the creation of a ResourceClaimTemplate (app/domain/rules/claim_templates.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from app.domain.fields import JsonMap, map_at
 from app.domain.kinds import Protected
 from app.domain.policy import Policy, Protect
 from app.domain.review import Operation, Review
+from app.domain.rules.claim_templates import claim_template_creation
 from app.domain.rules.protect import (
     network_deletion,
     param_set_deletion,
@@ -18,8 +20,8 @@ from app.domain.verdict import Verdict, VerdictBuilder
 
 
 def judge_protected(kind: Protected, review: Review, view: ClusterView, policy: Policy) -> Verdict:
-    """What the wiring depends on (docs/rules.md: NetworkInUse, ParamSetInUse, RecipeInUse), for
-    a request in scope."""
+    """What the wiring depends on (docs/rules.md: NetworkInUse, ParamSetInUse, RecipeInUse; the
+    templates DRA-bound runtimes name: docs/dra.md), for a request in scope."""
     if policy.protect is Protect.OFF:
         return Verdict()
     out = VerdictBuilder()
@@ -27,6 +29,9 @@ def judge_protected(kind: Protected, review: Review, view: ClusterView, policy: 
         network_deletion(review.name, view, policy, out)
     elif kind is Protected.PARAM_SET:
         param_set_deletion(review.name, view, policy, out)
+    elif kind is Protected.CLAIM_TEMPLATE:
+        # A CREATE always carries its object.
+        claim_template_creation(review.obj or {}, review.namespace, view, policy, out)
     elif review.operation is Operation.DELETE:
         recipe_deletion(view, policy, out)
     elif review.written_recipe is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from app.documents import load_yaml
+from app.domain.claims import RESOURCE_API
 from app.domain.cluster import ObjectName, recipe_of
 from app.domain.fields import JsonMap, as_map, str_at
 from app.domain.kinds import Copy, Protected, Role, kind_of, workload_of
@@ -21,6 +22,7 @@ API_VERSION: Final = "admission.k8s.io/v1"
 KIND: Final = "AdmissionReview"
 _OPERATIONS: Final = {operation.value: operation for operation in Operation}
 _EMPTY: Final[JsonMap] = {}
+CLAIM_TEMPLATE_GROUP: Final = RESOURCE_API.partition("/")[0]
 
 
 class MalformedReviewError(ValueError):
@@ -118,9 +120,12 @@ def decodes_yaml(body: object) -> bool:
 def _protected(
     group: str, kind: str, named: ObjectName, recipe: ObjectName | None
 ) -> Protected | None:
-    """Networks and GKENetworkParamSets, and the recipe ConfigMap (no other ConfigMap)."""
+    """Networks and GKENetworkParamSets, ResourceClaimTemplates, and the recipe ConfigMap (no
+    other ConfigMap)."""
     if group == NETWORK_GROUP and kind in (Protected.NETWORK, Protected.PARAM_SET):
         return Protected(kind)
+    if group == CLAIM_TEMPLATE_GROUP and kind == Protected.CLAIM_TEMPLATE:
+        return Protected.CLAIM_TEMPLATE
     if group == "" and kind == Protected.RECIPE and named == recipe:
         return Protected.RECIPE
     return None

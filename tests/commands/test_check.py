@@ -17,8 +17,8 @@ from tests.support.paths import UPSTREAM
 from tests.test_cli import ROOT, STATE, nicguard
 
 JUDGED = (
-    "ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job, Pod or runtime snapshot "
-    "ConfigMap"
+    "ClusterTrainingRuntime, TrainingRuntime, TrainJob, JobSet, Job, Pod, runtime snapshot "
+    "ConfigMap or ResourceClaimTemplate"
 )
 
 
@@ -554,6 +554,7 @@ DRANET = "examples/dranet/cluster"
             "other-namespace-trainjob.yaml", {"ResourceClaimTemplateNotFound"}, id="team-b"
         ),
         pytest.param("annotated-and-claimed-runtime.yaml", {"WiringModeConflict"}, id="both"),
+        pytest.param("narrowed-template.yaml", {"RdmaClaimMismatch"}, id="narrowed-template"),
     ],
 )
 def test_every_dranet_example_produces_its_code(example: str, codes: set[str]) -> None:
@@ -564,6 +565,32 @@ def test_every_dranet_example_produces_its_code(example: str, codes: set[str]) -
     found = {v["code"] for r in json.loads(run.stdout)["results"] for v in r["violations"]}
     assert found == codes
     assert run.stderr == ""
+
+
+def test_a_template_is_judged_against_the_runtimes_that_name_it() -> None:
+    """The state's own templates are allowed again (torch-distributed-dranet names only
+    default-rdma, which claims every NIC); the narrowed one names its runtime."""
+    run = nicguard(
+        "check",
+        "--state",
+        DRANET,
+        f"{DRANET}/resource-claim-templates.yaml",
+        "examples/dranet/objects/narrowed-template.yaml",
+    )
+    assert run.returncode == 1, run.stdout
+    lines = run.stdout.splitlines()
+    assert [line for line in lines if line.startswith(("ALLOWED", "DENIED"))] == [
+        "ALLOWED ResourceClaimTemplate team-a/default-rdma",
+        "ALLOWED ResourceClaimTemplate team-a/rdma-one-nic",
+        "ALLOWED ResourceClaimTemplate team-a/default-netdev",
+        "DENIED  ResourceClaimTemplate team-b/default-rdma",
+    ]
+    assert (
+        "  [RdmaClaimMismatch] ResourceClaimTemplate team-b/default-rdma requests all "
+        "mrdma.google.com devices with selectors, but ClusterTrainingRuntime "
+        "torch-distributed-dranet, bound to profile a4-dranet (8 RDMA NICs per node), names it"
+    ) in run.stdout
+    assert "      at spec.spec.devices.requests[0].exactly.selectors" in lines
 
 
 def test_the_dranet_cluster_runtime_alone_is_allowed() -> None:

@@ -89,6 +89,16 @@ def test_odd_but_usable_fields_read_as_empty_or_fall_back(
         ),
         pytest.param("networking.gke.io", "Subnet", "", "s", None, id="other networking kind"),
         pytest.param(
+            "resource.k8s.io",
+            "ResourceClaimTemplate",
+            "t",
+            "default-rdma",
+            "ResourceClaimTemplate",
+            id="ResourceClaimTemplate",
+        ),
+        pytest.param("resource.k8s.io", "ResourceClaim", "t", "c", None, id="ResourceClaim"),
+        pytest.param("", "ResourceClaimTemplate", "t", "x", None, id="a template of the core"),
+        pytest.param(
             "", "ConfigMap", "nicguard-system", "nicguard-recipe", "ConfigMap", id="recipe"
         ),
         pytest.param("", "ConfigMap", "nicguard-system", "other", None, id="another ConfigMap"),

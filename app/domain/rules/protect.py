@@ -18,9 +18,8 @@ from app.domain.annotation import (
     InterfaceRef,
     parse_interfaces,
 )
-from app.domain.cluster import ClusterView, Networks, RuntimeKey, Unverifiable
+from app.domain.cluster import ClusterView, Networks, RuntimeKey, Unverifiable, runtime_name
 from app.domain.fields import JsonMap
-from app.domain.kinds import Kind
 from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
@@ -99,7 +98,7 @@ def recipe_deletion(view: ClusterView, policy: Policy, out: VerdictBuilder) -> N
         policy,
         Code.RECIPE_IN_USE,
         f"the recipe {_recipe_name(recipe)} binds",
-        [Dependent(_runtime_name(key), ()) for key, _ in _bound(runtimes, policy)],
+        [Dependent(runtime_name(key), ()) for key, _ in _bound(runtimes, policy)],
         "without it they could not be checked (RecipeUnavailable)",
     )
 
@@ -200,7 +199,7 @@ def _switched_off(written: Recipe, view: ClusterView, policy: Policy, out: Verdi
         policy,
         Code.RECIPE_IN_USE,
         f"the recipe {_recipe_name(written)} binds",
-        [Dependent(_runtime_name(key), ()) for key, _ in _bound(runtimes, policy)],
+        [Dependent(runtime_name(key), ()) for key, _ in _bound(runtimes, policy)],
         "this update makes it deliver no mapping (the kubeflow-trainer component disabled or "
         "without the TCPXO runtime), which would unbind them all",
         field="data",
@@ -214,7 +213,7 @@ def _diverging(
     out: VerdictBuilder,
 ) -> None:
     diverging = [
-        _runtime_name(key)
+        runtime_name(key)
         for key, obj in _bound(runtimes, policy)
         if any(secondaries != mapping for secondaries in _secondaries(obj))
     ]
@@ -264,7 +263,7 @@ def _dependents_of(
             )
         )
         if named:
-            found.append(Dependent(_runtime_name(key), named))
+            found.append(Dependent(runtime_name(key), named))
     return found
 
 
@@ -340,12 +339,6 @@ def _listing(items: list[str], most: int) -> str:
     shown_items = ", ".join(items[:most])
     extra = len(items) - most
     return f"{shown_items} and {extra} more" if extra > 0 else shown_items
-
-
-def _runtime_name(key: RuntimeKey) -> str:
-    kind, namespace, name = key
-    where = f"{namespace}/" if kind is Kind.TRAINING_RUNTIME else ""
-    return f"{kind.value} {shown(where + name)}"
 
 
 def _recipe_name(recipe: Recipe) -> str:

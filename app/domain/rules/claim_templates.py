@@ -1,0 +1,235 @@
+"""ResourceClaimTemplates after admission (docs/dra.md): a template created under a name that a
+cached DRA-bound runtime uses must claim that runtime's NICs, and the audit names the namespaces
+where a bound ClusterTrainingRuntime's templates do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+from app.domain.claims import (
+    CLAIM_TEMPLATE_KIND,
+    CONFIG,
+    CONSTRAINTS,
+    RDMA_CLASS,
+    RESOURCE_API,
+    ClaimTemplate,
+    PodClaims,
+    claim_template_of,
+    pod_claims,
+)
+from app.domain.cluster import (
+    ClaimTemplates,
+    ClusterView,
+    RuntimeKey,
+    Unverifiable,
+    runtime_name,
+)
+from app.domain.fields import JsonMap, as_list, as_map, str_at, value_at
+from app.domain.kinds import Kind
+from app.domain.policy import Policy, Protect
+from app.domain.profiles import Profile, binding_of
+from app.domain.rules import cannot_decide
+from app.domain.rules.claims import claim_expected, satisfies
+from app.domain.rules.networks import counted
+from app.domain.template import PodTemplate, wired_templates
+from app.domain.verdict import Code, VerdictBuilder, Violation, shown
+
+_DEVICES: Final = "spec.spec.devices"
+_REQUESTS: Final = f"{_DEVICES}.requests"
+_NAME: Final = "metadata.name"
+
+
+def wired_claims(runtime: JsonMap) -> Iterator[tuple[str, PodClaims]]:
+    """Each wired template's job and ``spec.resourceClaims`` (what "names a template" means)."""
+    for template in wired_templates(runtime):
+        if isinstance(template, PodTemplate):
+            yield template.job, pod_claims(template.resource_claims, template.path)
+
+
+def _names(runtime: JsonMap) -> set[str]:
+    return {
+        entry.template
+        for _, claims in wired_claims(runtime)
+        for entry in claims.templates
+        if entry.template
+    }
+
+
+def dra_profile(kind: Kind, runtime: JsonMap, policy: Policy) -> Profile | None:
+    """The DRA profile the runtime is bound to, if any."""
+    profile = binding_of(kind, runtime, policy).profile
+    return profile if profile is not None and profile.by_claim else None
+
+
+def _bound(profile: Profile) -> str:
+    return f"bound to profile {profile.name} ({profile.rdma_nics} RDMA NICs per node)"
+
+
+# --- the door: CREATE of a ResourceClaimTemplate ---------------------------------------------
+
+
+def claim_template_creation(
+    obj: JsonMap, namespace: str, view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> None:
+    """RdmaClaimMismatch (RdmaClaimMissing when it requests no RDMA NIC) for a template whose
+    name a cached DRA-bound runtime uses — a TrainingRuntime of its namespace, or any
+    ClusterTrainingRuntime — and that does not claim that runtime's NICs; ``protect`` decides."""
+    # The request's kind says what it is; a converted object may carry another version's name.
+    template = claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
+    if template is None:
+        return
+    where = namespace or template.namespace
+    runtimes = view.runtimes()
+    if isinstance(runtimes, Unverifiable):
+        cannot_decide(out, policy, _NAME, f"runtimes cannot be read: {runtimes.reason}")
+        return
+    by_profile: dict[Profile, list[RuntimeKey]] = {}
+    for key, profile in _holders(runtimes, where, template.name, policy):
+        by_profile.setdefault(profile, []).append(key)
+    for profile, keys in by_profile.items():
+        if satisfies(template, profile.rdma_nics):
+            continue
+        out.judge(
+            _refused(obj, template, profile, sorted(keys), where),
+            enforce=policy.protect is Protect.DENY,
+        )
+
+
+def _holders(
+    runtimes: Iterable[tuple[RuntimeKey, JsonMap]], namespace: str, name: str, policy: Policy
+) -> Iterator[tuple[RuntimeKey, Profile]]:
+    """The DRA-bound runtimes whose pods would claim ``namespace``'s template ``name``."""
+    for key, runtime in runtimes:
+        kind, held_in, _ = key
+        if kind is Kind.TRAINING_RUNTIME and held_in != namespace:
+            continue
+        profile = dra_profile(kind, runtime, policy)
+        if profile is not None and name in _names(runtime):
+            yield key, profile
+
+
+def _refused(
+    obj: JsonMap, template: ClaimTemplate, profile: Profile, keys: list[RuntimeKey], where: str
+) -> Violation:
+    holders = counted([runtime_name(key) for key in keys])
+    verb = "names" if len(keys) == 1 else "name"
+    described = shown(f"{CLAIM_TEMPLATE_KIND} {where}/{template.name}")
+    requests = template.requesting(RDMA_CLASS)
+    if not requests:
+        return Violation(
+            code=Code.RDMA_CLAIM_MISSING,
+            field=_REQUESTS,
+            message=f"{described} requests no {RDMA_CLASS} device, but {holders}, "
+            f"{_bound(profile)}, {verb} it: its pods would run NCCL on the gVNIC; "
+            f"{claim_expected(profile.rdma_nics)}",
+            causes=tuple((_REQUESTS, runtime_name(key)) for key in keys),
+        )
+    what = (
+        f"{len(requests)} requests of {RDMA_CLASS}" if len(requests) > 1 else requests[0].describe()
+    )
+    narrowed = any(r.narrowed for r in requests)
+    field = _mismatch_field(obj, requests[0].name, requests[0].narrowed)
+    return Violation(
+        code=Code.RDMA_CLAIM_MISMATCH,
+        field=field,
+        message=f"{described} requests {what}, but {holders}, {_bound(profile)}, {verb} it: "
+        f"{claim_expected(profile.rdma_nics, narrowed=narrowed)}",
+        causes=tuple((field, runtime_name(key)) for key in keys),
+    )
+
+
+def _mismatch_field(obj: JsonMap, request: str, narrowed: tuple[str, ...]) -> str:
+    """The request's place in the object, or the field that narrows it (the first)."""
+    if narrowed and narrowed[0] in (CONSTRAINTS, CONFIG):
+        return f"{_DEVICES}.{narrowed[0]}"
+    listed = as_list(value_at(obj, "spec", "spec", "devices", "requests")) or ()
+    position = next(
+        (i for i, r in enumerate(listed) if as_map(r) is not None and str_at(r, "name") == request),
+        None,
+    )
+    if position is None:
+        return _REQUESTS
+    at = f"{_REQUESTS}[{position}]"
+    return f"{at}.exactly.{narrowed[0]}" if narrowed else at
+
+
+# --- the audit: a bound ClusterTrainingRuntime's templates in every namespace ------------------
+
+
+def cluster_runtime_claims(
+    kind: Kind, runtime: JsonMap, view: ClusterView, policy: Policy
+) -> tuple[Violation, ...]:
+    """For a ClusterTrainingRuntime bound to a DRA profile: each namespace where the templates
+    it names exist and none claims the NICs (RdmaClaimMismatch for those that request some,
+    RdmaClaimMissing where every one it names exists and none requests any)."""
+    if kind is not Kind.CLUSTER_TRAINING_RUNTIME:
+        return ()
+    profile = dra_profile(kind, runtime, policy)
+    templates = view.claim_templates()
+    # The audit judges complete views only: templates that cannot be read are never asked for.
+    if profile is None or isinstance(templates, Unverifiable):
+        return ()
+    out = VerdictBuilder()
+    wired = list(wired_claims(runtime))
+    for job, claims in wired:
+        scoped = out.scoped(f"{job} job: " if len(wired) > 1 else "")
+        _namespaces(claims, profile, templates, scoped)
+    return tuple(out.violations)
+
+
+def _namespaces(
+    claims: PodClaims, profile: Profile, templates: ClaimTemplates, out: VerdictBuilder
+) -> None:
+    entries = claims.templates
+    names = {e.template for e in entries if e.template}
+    present: dict[str, dict[str, ClaimTemplate]] = {}
+    for (namespace, name), template in templates.by_key.items():
+        if name in names:
+            present.setdefault(namespace, {})[name] = template
+    asking: dict[str, list[tuple[str, str]]] = {}
+    unclaimed: list[str] = []
+    for namespace, found in sorted(present.items()):
+        if any(satisfies(t, profile.rdma_nics) for t in found.values()):
+            continue
+        requesting = [
+            e for e in entries if (t := found.get(e.template or "")) and t.requesting(RDMA_CLASS)
+        ]
+        for entry in requesting:
+            requests = found[entry.template or ""].requesting(RDMA_CLASS)
+            what = (
+                f"{len(requests)} requests of {RDMA_CLASS}"
+                if len(requests) > 1
+                else requests[0].describe()
+            )
+            asking.setdefault(entry.field, []).append((namespace, what))
+        # A missing one may be the template that claims the NICs: TrainJobs there say so.
+        if not requesting and len(found) == len(names):
+            unclaimed.append(namespace)
+    for entry in entries:
+        found_in = asking.pop(entry.field, [])
+        if not found_in:
+            continue
+        out.deny(
+            Violation(
+                code=Code.RDMA_CLAIM_MISMATCH,
+                field=entry.field,
+                message=f"{_bound(profile)}, but ResourceClaimTemplate "
+                f"{shown(entry.template or '')} does not claim them all in namespace "
+                f"{counted([f'{shown(ns)} (requests {what})' for ns, what in found_in])}: "
+                f"{claim_expected(profile.rdma_nics)}",
+                causes=tuple((entry.field, f"namespace {ns}") for ns, _ in found_in),
+            )
+        )
+    if unclaimed:
+        out.deny(
+            Violation(
+                code=Code.RDMA_CLAIM_MISSING,
+                field=claims.field,
+                message=f"{_bound(profile)}, but no ResourceClaimTemplate it names requests "
+                f"{RDMA_CLASS} devices in namespace {counted([shown(ns) for ns in unclaimed])}: "
+                "its pods there would run NCCL on the gVNIC",
+                causes=tuple((claims.field, f"namespace {ns}") for ns in unclaimed),
+            )
+        )

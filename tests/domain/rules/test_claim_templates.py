@@ -1,0 +1,365 @@
+"""ResourceClaimTemplates after admission (app.domain.rules.claim_templates): the door that judges
+a template's CREATE against the DRA-bound runtimes that name it, and the audit of a bound
+ClusterTrainingRuntime's templates in every namespace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+
+from app.domain.cluster import ClusterSnapshot, Unverifiable
+from app.domain.drift import Result, judge
+from app.domain.evaluate import evaluate
+from app.domain.fields import JsonMap, str_at
+from app.domain.kinds import Kind, Protected
+from app.domain.policy import Enforcement, OnUnverifiable, Policy, Protect
+from app.domain.review import Operation, Review
+from app.domain.rules.claim_templates import cluster_runtime_claims
+from app.domain.verdict import Verdict
+from tests.builders import (
+    ONE_NIC_SELECTOR,
+    RDMA,
+    by_template,
+    claim_template,
+    claimed_job,
+    codes,
+    dra_runtime,
+    exactly,
+    runtime,
+    snapshot,
+    wired,
+)
+
+CTR = Kind.CLUSTER_TRAINING_RUNTIME
+TR = Kind.TRAINING_RUNTIME
+NETDEV = "netdev.google.com"
+BOUND_TR = dra_runtime(by_template(), name="team-runtime")
+BOUND_CTR = dra_runtime(by_template(), name="cluster-runtime", kind=CTR)
+EXPECTED = f"request exactly one {RDMA}, allocationMode All or ExactCount count 8"
+ONE_NIC = claim_template("default-rdma", exactly(mode=None))
+REQUESTS = "spec.spec.devices.requests"
+NUMA = {"matchAttribute": "dra.net/numa"}
+
+
+def created(
+    template: JsonMap,
+    *runtimes: object,
+    policy: Policy | None = None,
+    namespace: str = "team",
+    view: ClusterSnapshot | None = None,
+    username: str = "alice",
+    operation: Operation = Operation.CREATE,
+) -> Verdict:
+    review = Review(
+        operation=operation,
+        kind=Protected.CLAIM_TEMPLATE,
+        namespace=namespace,
+        obj=template,
+        name=str_at(template, "metadata", "name") or "",
+        username=username,
+    )
+    return evaluate(review, view or snapshot(*runtimes), policy or Policy())
+
+
+@dataclass(frozen=True)
+class Case:
+    template: JsonMap
+    runtimes: tuple[object, ...]
+    expected: tuple[str, ...]
+    message: str = ""
+    field: str = ""
+    namespace: str = "team"
+
+
+CASES = {
+    "all-nics": Case(claim_template(), (BOUND_TR, BOUND_CTR), ()),
+    "one-nic-named-by-a-training-runtime": Case(
+        ONE_NIC,
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        f"ResourceClaimTemplate team/default-rdma requests 1 {RDMA} device, but TrainingRuntime "
+        "team/team-runtime, bound to profile a4-dranet (8 RDMA NICs per node), names it: "
+        f"{EXPECTED}",
+        f"{REQUESTS}[0]",
+    ),
+    "one-nic-named-by-a-cluster-runtime": Case(
+        ONE_NIC,
+        (BOUND_CTR,),
+        ("RdmaClaimMismatch",),
+        "but ClusterTrainingRuntime cluster-runtime, bound to profile a4-dranet",
+        namespace="anywhere",
+    ),
+    "one-nic-named-by-two": Case(
+        ONE_NIC,
+        (BOUND_TR, BOUND_CTR),
+        ("RdmaClaimMismatch",),
+        "but ClusterTrainingRuntime cluster-runtime, TrainingRuntime team/team-runtime, bound "
+        "to profile a4-dranet (8 RDMA NICs per node), name it:",
+    ),
+    "a-training-runtime-of-another-namespace": Case(ONE_NIC, (BOUND_TR,), (), namespace="other"),
+    "an-unbound-runtime": Case(
+        ONE_NIC, (runtime("plain", kind=TR, jobs=[claimed_job(by_template())]),), ()
+    ),
+    "a-runtime-bound-to-an-annotation-profile": Case(
+        ONE_NIC,
+        (
+            runtime(
+                "gb200",
+                kind=TR,
+                labels={"nicguard.dev/profile": "a4x-gb200-rdma"},
+                jobs=[claimed_job(by_template(), annotations=wired())],
+            ),
+        ),
+        (),
+    ),
+    "a-bound-runtime-naming-another-template": Case(
+        claim_template("imex", exactly(NETDEV)), (BOUND_TR, BOUND_CTR), ()
+    ),
+    "no-rdma-request": Case(
+        claim_template("default-rdma", exactly(NETDEV)),
+        (BOUND_TR,),
+        ("RdmaClaimMissing",),
+        f"ResourceClaimTemplate team/default-rdma requests no {RDMA} device, but TrainingRuntime "
+        "team/team-runtime, bound to profile a4-dranet (8 RDMA NICs per node), names it: its pods "
+        f"would run NCCL on the gVNIC; {EXPECTED}",
+        REQUESTS,
+    ),
+    "selectors": Case(
+        claim_template(
+            "default-rdma", exactly(NETDEV, name="net"), exactly(selectors=ONE_NIC_SELECTOR)
+        ),
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        f"requests all {RDMA} devices with selectors, but TrainingRuntime team/team-runtime, "
+        f"bound to profile a4-dranet (8 RDMA NICs per node), names it: {EXPECTED}, without "
+        "selectors, adminAccess, or constraints or config naming it",
+        f"{REQUESTS}[1].exactly.selectors",
+    ),
+    "admin-access": Case(
+        claim_template("default-rdma", exactly(adminAccess=True)),
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        "with adminAccess: true,",
+        f"{REQUESTS}[0].exactly.adminAccess",
+    ),
+    "constraints-naming-every-request": Case(
+        claim_template("default-rdma", constraints=[NUMA]),
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        "with constraints naming it,",
+        "spec.spec.devices.constraints",
+    ),
+    "config-naming-the-request": Case(
+        claim_template("default-rdma", config=[{"requests": ["rdma"], "opaque": {}}]),
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        "with config naming it,",
+        "spec.spec.devices.config",
+    ),
+    "two-requests": Case(
+        claim_template("default-rdma", exactly(name="a"), exactly(name="b")),
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        f"requests 2 requests of {RDMA},",
+        f"{REQUESTS}[0]",
+    ),
+    "an-unnamed-request": Case(
+        claim_template("default-rdma", {"exactly": {"deviceClassName": RDMA}}),
+        (BOUND_TR,),
+        ("RdmaClaimMismatch",),
+        field=REQUESTS,
+    ),
+    "a-template-without-a-name": Case(
+        {**ONE_NIC, "metadata": {"namespace": "team"}}, (BOUND_TR,), ()
+    ),
+    "four-nics-for-two-profiles": Case(
+        claim_template("default-rdma", exactly(mode="ExactCount", count=4)),
+        (BOUND_TR, dra_runtime(by_template(), name="gb200", profile="a4x-dranet")),
+        ("RdmaClaimMismatch",),
+        "but TrainingRuntime team/team-runtime, bound to profile a4-dranet",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=name) for name, c in CASES.items()])
+def test_a_created_template_claims_the_nics_of_every_bound_runtime_naming_it(case: Case) -> None:
+    verdict = created(case.template, *case.runtimes, namespace=case.namespace)
+    assert codes(verdict) == case.expected
+    if case.message:
+        assert case.message in verdict.violations[0].message
+    if case.field:
+        assert verdict.violations[0].field == case.field
+
+
+def test_each_runtime_holding_the_name_is_a_cause() -> None:
+    (violation,) = created(ONE_NIC, BOUND_TR, BOUND_CTR).violations
+    assert [message for _, message in violation.causes] == [
+        "ClusterTrainingRuntime cluster-runtime",
+        "TrainingRuntime team/team-runtime",
+    ]
+
+
+def test_the_namespace_is_the_requests_else_the_objects() -> None:
+    assert codes(created(ONE_NIC, BOUND_TR, namespace="")) == ("RdmaClaimMismatch",)
+
+
+@pytest.mark.parametrize(
+    ("policy", "allowed", "warned"),
+    [
+        pytest.param(Policy(protect=Protect.WARN), True, True, id="warn"),
+        pytest.param(Policy(protect=Protect.OFF), True, False, id="off"),
+        pytest.param(Policy(enforcement=Enforcement.WARN), True, True, id="enforcement-warn"),
+    ],
+)
+def test_protect_governs_the_door(policy: Policy, allowed: bool, warned: bool) -> None:
+    verdict = created(ONE_NIC, BOUND_TR, policy=policy)
+    assert verdict.allowed is allowed
+    assert any(w.startswith("[RdmaClaimMismatch]") for w in verdict.warnings) is warned
+
+
+def test_runtimes_that_cannot_be_read_leave_nicguard_undecided() -> None:
+    view = replace(snapshot(BOUND_TR), runtime_state=Unverifiable("not synced"))
+    verdict = created(ONE_NIC, view=view)
+    assert codes(verdict) == ("ClusterStateUnavailable",)
+    assert verdict.violations[0].message == (
+        "nicguard cannot decide: runtimes cannot be read: not synced"
+    )
+    lenient = Policy(on_unverifiable=OnUnverifiable.ALLOW)
+    assert created(ONE_NIC, view=view, policy=lenient).allowed
+
+
+@pytest.mark.parametrize(
+    ("operation", "username"),
+    [
+        pytest.param(Operation.UPDATE, "alice", id="update"),
+        pytest.param(Operation.DELETE, "alice", id="delete"),
+        pytest.param(
+            Operation.CREATE,
+            "system:serviceaccount:kube-system:generic-garbage-collector",
+            id="exempt",
+        ),
+    ],
+)
+def test_only_a_create_by_anyone_but_the_exempt_is_judged(
+    operation: Operation, username: str
+) -> None:
+    assert created(ONE_NIC, BOUND_TR, operation=operation, username=username).allowed
+
+
+# --- the audit of a bound ClusterTrainingRuntime ----------------------------------------------
+
+
+def in_namespace(namespace: str, name: str = "default-rdma", *requests: object) -> JsonMap:
+    return claim_template(name, *requests, namespace=namespace)
+
+
+AUDITED = (
+    in_namespace("good"),
+    in_namespace("one-nic", "default-rdma", exactly(mode=None)),
+    in_namespace("narrowed", "default-rdma", exactly(selectors=ONE_NIC_SELECTOR)),
+    in_namespace("netdev", "default-rdma", exactly(NETDEV)),
+    in_namespace("unrelated", "other"),
+)
+CLAIMS = "spec.template.spec.replicatedJobs[0].template.spec.template.spec.resourceClaims"
+IN_EVERY = "bound to profile a4-dranet (8 RDMA NICs per node), but "
+
+
+def audited(obj: JsonMap, *templates: object, kind: Kind = CTR) -> tuple[tuple[str, str, str], ...]:
+    found = cluster_runtime_claims(kind, obj, snapshot(*templates), Policy())
+    return tuple((v.code.value, v.field, v.message) for v in found)
+
+
+def test_the_audit_names_each_namespace_where_a_bound_cluster_runtimes_template_fails() -> None:
+    assert audited(BOUND_CTR, *AUDITED) == (
+        (
+            "RdmaClaimMismatch",
+            f"{CLAIMS}[0]",
+            f"{IN_EVERY}ResourceClaimTemplate default-rdma does not claim them all in namespace "
+            f"narrowed (requests all {RDMA} devices with selectors), one-nic (requests 1 {RDMA} "
+            f"device): {EXPECTED}",
+        ),
+        (
+            "RdmaClaimMissing",
+            CLAIMS,
+            f"{IN_EVERY}no ResourceClaimTemplate it names requests {RDMA} devices in namespace "
+            "netdev: its pods there would run NCCL on the gVNIC",
+        ),
+    )
+
+
+def test_a_namespace_lacking_a_template_it_names_is_left_to_its_trainjobs() -> None:
+    obj = dra_runtime(by_template(), by_template("imex", name="imex"), kind=CTR)
+    found = audited(
+        obj,
+        in_namespace("imex-only", "imex", exactly(NETDEV)),
+        in_namespace("both", "imex", exactly(NETDEV)),
+        in_namespace("both", "default-rdma", exactly(NETDEV)),
+        in_namespace("two", "default-rdma", exactly(name="a"), exactly(name="b")),
+    )
+    assert [(code, message.rpartition(" in namespace ")[2]) for code, _, message in found] == [
+        ("RdmaClaimMismatch", f"two (requests 2 requests of {RDMA}): {EXPECTED}"),
+        ("RdmaClaimMissing", "both: its pods there would run NCCL on the gVNIC"),
+    ]
+
+
+def test_several_wired_templates_are_named_by_job() -> None:
+    obj = runtime(
+        "r",
+        labels={"nicguard.dev/profile": "a4-dranet"},
+        jobs=[
+            claimed_job(by_template()),
+            {
+                **claimed_job(by_template(), name="trainer"),
+                "template": {
+                    "metadata": {
+                        "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                    },
+                    **claimed_job(by_template())["template"],  # type: ignore[dict-item]
+                },
+            },
+        ],
+    )
+    found = audited(obj, in_namespace("one-nic", "default-rdma", exactly(mode=None)))
+    assert [message.partition(":")[0] for _, _, message in found] == ["node job", "trainer job"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "kind"),
+    [
+        pytest.param(BOUND_TR, TR, id="training-runtime"),
+        pytest.param(runtime("plain", jobs=[claimed_job(by_template())]), CTR, id="unbound"),
+        pytest.param(dra_runtime(kind=CTR), CTR, id="no-claims"),
+        pytest.param(
+            runtime("r", labels={"nicguard.dev/profile": "a4-dranet"}, jobs=[]), CTR, id="no-node"
+        ),
+    ],
+)
+def test_nothing_else_is_audited_across_namespaces(obj: JsonMap, kind: Kind) -> None:
+    assert audited(obj, *AUDITED, kind=kind) == ()
+
+
+def test_templates_that_cannot_be_read_give_no_finding() -> None:
+    view = replace(snapshot(*AUDITED), claim_template_state=Unverifiable("not synced"))
+    assert cluster_runtime_claims(CTR, BOUND_CTR, view, Policy()) == ()
+
+
+def test_the_audit_fails_a_bound_cluster_runtime_with_its_other_findings() -> None:
+    key = (CTR, "", "cluster-runtime")
+    standing = judge(key, BOUND_CTR, snapshot(*AUDITED), Policy())
+    assert standing.result is Result.FAIL
+    assert standing.codes == ("RdmaClaimMismatch", "RdmaClaimMissing")
+    passing = judge(key, BOUND_CTR, snapshot(in_namespace("good")), Policy())
+    assert passing.result is Result.PASS
+    also = dra_runtime(by_template(), name="cluster-runtime", kind=CTR, annotations=wired())
+    both = judge(key, also, snapshot(*AUDITED), Policy())
+    assert both.codes == ("WiringModeConflict", "RdmaClaimMismatch", "RdmaClaimMissing")
+    # One more namespace is a new finding set: the audit says so again.
+    more = judge(
+        key,
+        BOUND_CTR,
+        snapshot(*AUDITED, in_namespace("x", "default-rdma", exactly(mode=None))),
+        Policy(),
+    )
+    assert more.codes == standing.codes
+    assert more.fingerprint != standing.fingerprint
