@@ -24,6 +24,7 @@ from app.domain.policy import Policy
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.review import Operation, Review
 from app.domain.rules.binding import recipe_candidate
+from app.domain.rules.claim_templates import cluster_runtime_claims, dra_profile
 from app.domain.rules.placement import placed_networks
 from app.domain.template import PodTemplate, interfaces_annotations, job_templates
 from app.domain.verdict import Code, Verdict, Violation
@@ -59,7 +60,11 @@ class Standing:
         with them, and that is not a change of this runtime's wiring (no new Event)."""
         if not self.findings:
             return ""
-        text = "\n".join(sorted({f"{v.code}\t{v.field}" for v in self.findings}))
+        # With the objects a finding names apart from the runtime (the namespaces where a
+        # ClusterTrainingRuntime's templates fail): one more is a change.
+        text = "\n".join(
+            sorted({"\t".join((v.code, v.field, *(c for _, c in v.causes))) for v in self.findings})
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -77,12 +82,18 @@ def standing_of(verdict: Verdict) -> Standing:
 
 
 def judge(key: RuntimeKey, runtime: JsonMap, view: ClusterSnapshot, policy: Policy) -> Standing:
-    """The runtime judged as a CREATE, with every rule and the same settings as admission."""
+    """The runtime judged as a CREATE, with every rule and the same settings as admission; a
+    ClusterTrainingRuntime bound to a DRA profile also with its templates in every namespace."""
     kind, namespace, name = key
     review = Review(
         operation=Operation.CREATE, kind=kind, namespace=namespace, obj=runtime, name=name
     )
-    return standing_of(evaluate(review, view, policy))
+    standing = standing_of(evaluate(review, view, policy))
+    beyond = cluster_runtime_claims(kind, runtime, view, policy)
+    if not beyond:
+        return standing
+    failing = standing.findings if standing.result is Result.FAIL else ()
+    return Standing(Result.FAIL, failing + beyond)
 
 
 def named_networks(runtime: JsonMap) -> tuple[str, ...]:
@@ -187,8 +198,9 @@ class DriftBook:
     runtimes, where an index per Network would cost memory for every runtime wired its own
     way."""
     _claiming: dict[RuntimeKey, tuple[str, ...]] = field(default_factory=dict)
-    """A TrainingRuntime -> the ResourceClaimTemplates of its namespace it names (a
-    ClusterTrainingRuntime's are judged with each TrainJob, never with the runtime)."""
+    """A runtime -> the ResourceClaimTemplates it names: of its namespace for a
+    TrainingRuntime, of every namespace for a ClusterTrainingRuntime bound to a DRA profile (an
+    unbound one's are judged with each TrainJob only)."""
     _bound: set[RuntimeKey] = field(default_factory=set)
     _listing: set[RuntimeKey] = field(default_factory=set)
     """Runtimes with a finding whose message lists the cluster's Networks: any Network change
@@ -219,10 +231,17 @@ class DriftBook:
             keys |= self._listing
         if change.claim_templates:
             templates = change.claim_templates
+            # A ClusterTrainingRuntime's names are its in every namespace.
+            anywhere = {name for _, name in templates}
             keys.update(
                 key
                 for key, names in self._claiming.items()
-                if any((key[1], name) in templates for name in names)
+                if any(
+                    name in anywhere
+                    if key[0] is Kind.CLUSTER_TRAINING_RUNTIME
+                    else (key[1], name) in templates
+                    for name in names
+                )
             )
         return keys
 
@@ -292,7 +311,11 @@ class DriftBook:
             self._named.pop(key, None)
         claimed = (
             named_claim_templates(runtime)
-            if runtime is not None and key[0] is Kind.TRAINING_RUNTIME
+            if runtime is not None
+            and (
+                key[0] is Kind.TRAINING_RUNTIME
+                or dra_profile(key[0], runtime, self.policy) is not None
+            )
             else ()
         )
         if claimed:

@@ -48,6 +48,7 @@ from tests.builders import (
     by_template,
     claim_template,
     claimed_job,
+    dra_runtime,
     mpi_runtime,
     network,
     node_job,
@@ -174,8 +175,8 @@ BASE = (_v(Code.NETWORK_NOT_FOUND, "spec.x", "gone"), _v(Code.NETWORK_NOT_READY,
         pytest.param(Standing(Result.WARN, BASE), True, id="result-is-not-part-of-it"),
         pytest.param(
             Standing(Result.FAIL, (replace(BASE[0], causes=(("a", "b"),)), BASE[1])),
-            True,
-            id="causes-are-not-part-of-it",
+            False,
+            id="what-the-causes-name-is-part-of-it",
         ),
         pytest.param(
             Standing(Result.FAIL, (replace(BASE[0], code=Code.NETWORK_RESERVED), BASE[1])),
@@ -999,24 +1000,26 @@ ELSEWHERE = runtime(
     "elsewhere", kind=TR, namespace="other", jobs=[claimed_job(by_template("default-rdma"))]
 )
 CLUSTER_WIDE = runtime("cluster-wide", jobs=[claimed_job(by_template("default-rdma"))])
+BOUND_CLUSTER_WIDE = dra_runtime(by_template("default-rdma"), name="bound", kind=CTR)
 IMEX_ONLY = runtime("imex", kind=TR, jobs=[claimed_job(by_template("imex-channel"))])
 
 
-def test_a_claim_template_change_rejudges_the_training_runtimes_of_its_namespace_naming_it() -> (
-    None
-):
-    view = cluster(CLAIMING, ELSEWHERE, CLUSTER_WIDE, IMEX_ONLY, PLAIN)
+def test_a_claim_template_change_rejudges_the_runtimes_whose_pods_would_claim_it() -> None:
+    view = cluster(CLAIMING, ELSEWHERE, CLUSTER_WIDE, BOUND_CLUSTER_WIDE, IMEX_ONLY, PLAIN)
     book = primed(view)
     runtimes = runtimes_of(view)
 
     def affected(*templates: tuple[str, str]) -> set[RuntimeKey]:
         return book.affected(Change(claim_templates=frozenset(templates)), runtimes)
 
-    assert affected(("team", "default-rdma")) == {tr("claiming")}
-    assert affected(("other", "default-rdma")) == {(TR, "other", "elsewhere")}
+    bound = (CTR, "", "bound")
+    assert affected(("team", "default-rdma")) == {tr("claiming"), bound}
+    assert affected(("other", "default-rdma")) == {(TR, "other", "elsewhere"), bound}
     assert affected(("team", "imex-channel"), ("other", "imex-channel")) == {tr("imex")}
-    # A ClusterTrainingRuntime names no namespace: its templates are judged with each TrainJob.
-    assert affected(("", "default-rdma"), ("team", "unnamed")) == set()
+    # A DRA-bound ClusterTrainingRuntime reserves its names in every namespace; an unbound one's
+    # templates are judged with each TrainJob only.
+    assert affected(("any", "default-rdma")) == {bound}
+    assert affected(("team", "unnamed")) == set()
 
 
 def test_a_runtime_change_moves_it_in_and_out_of_the_claim_template_index() -> None:
