@@ -132,7 +132,7 @@ class KubeClusterView:
                 resource=f"{CLAIM_TEMPLATE_PLURAL}.{CLAIM_TEMPLATE_GROUP}",
                 source=sources.claim_templates,
                 key=_claim_template_key,
-                convert=_claim_template,
+                convert=claim_template_item,
                 pacing=pacing,
             )
         )
@@ -412,7 +412,8 @@ def _claim_template_key(obj: JsonMap) -> tuple[str, str] | None:
     return (str_at(obj, "metadata", "namespace") or DEFAULT_NAMESPACE, name) if name else None
 
 
-def _claim_template(obj: JsonMap) -> ClaimTemplate | None:
+def claim_template_item(obj: JsonMap) -> ClaimTemplate | None:
+    """A listed or watched ResourceClaimTemplate, slim."""
     # The items of a LIST of a built-in resource carry no apiVersion and kind.
     return claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
 

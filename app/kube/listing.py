@@ -14,6 +14,7 @@ from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.documents import load_yaml
 from app.domain.cluster import (
+    ClaimTemplates,
     ClusterSnapshot,
     Networks,
     ObjectName,
@@ -34,10 +35,14 @@ from app.domain.slim import slim_runtime
 from app.domain.workloads import workload_templates
 from app.kube.client import ApiListWatch, ListCall
 from app.kube.cluster_view import (
+    CLAIM_TEMPLATE_GROUP,
+    CLAIM_TEMPLATE_PLURAL,
+    CLAIM_TEMPLATE_VERSION,
     CLUSTER_RUNTIME_PLURAL,
     NETWORK_PLURAL,
     PARAM_SET_PLURAL,
     RUNTIME_PLURAL,
+    claim_template_item,
 )
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
 from app.kube.rest import config_map_list, resource_list
@@ -68,7 +73,8 @@ def read_failures(what: str) -> Iterator[None]:
 def list_snapshot(
     api_client: ApiClient, recipe_name: ObjectName, namespace: str | None
 ) -> ClusterSnapshot:
-    """Networks, the recipe ConfigMap and the runtimes as one complete snapshot; raises
+    """Networks, the recipe ConfigMap, the runtimes and the ResourceClaimTemplates as one
+    complete snapshot; raises
     ``ClusterReadError``. With ``namespace``, only that namespace's TrainingRuntimes are listed:
     no rule judging a TrainingRuntime reads a ClusterTrainingRuntime, and a user who may read
     only that namespace can still audit it."""
@@ -89,7 +95,22 @@ def list_snapshot(
             name = str_at(obj, "metadata", "name")
             if name:
                 runtimes[runtime_key(kind, str_at(obj, "metadata", "namespace") or "", name)] = obj
-    return ClusterSnapshot(networks, _recipe(configmaps, recipe_name), runtimes)
+    templates = _claim_templates(api_client, namespace)
+    return ClusterSnapshot(networks, _recipe(configmaps, recipe_name), runtimes, templates)
+
+
+def _claim_templates(api_client: ApiClient, namespace: str | None) -> ClaimTemplates:
+    """The ResourceClaimTemplates (only ``namespace``'s when given), slim as the cache keeps
+    them; none, not served, where ``resource.k8s.io/v1`` is not."""
+    where = "" if namespace is None else f" in namespace {namespace}"
+    call = resource_list(
+        api_client, CLAIM_TEMPLATE_GROUP, CLAIM_TEMPLATE_VERSION, CLAIM_TEMPLATE_PLURAL, namespace
+    )
+    items = _served(f"list {CLAIM_TEMPLATE_PLURAL}.{CLAIM_TEMPLATE_GROUP}{where}", call)
+    if items is None:
+        return ClaimTemplates(by_key={}, served=False)
+    found = (claim_template_item(item) for item in items)
+    return ClaimTemplates(by_key={(t.namespace, t.name): t for t in found if t is not None})
 
 
 def list_workloads(api_client: ApiClient, namespace: str | None) -> list[tuple[Workload, JsonMap]]:

@@ -386,3 +386,27 @@ def test_the_dranet_state_judges_its_training_runtimes_with_their_templates(
         ],
     ]
     assert blocks[-1] == "3 audited, 1 pass, 0 warn, 2 fail"
+
+
+def test_a_bound_cluster_runtime_fails_naming_the_namespace_of_a_template_that_narrows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/dranet/cluster with team-b's default-rdma, created under break-glass with a
+    selector: the ClusterTrainingRuntime that names default-rdma fails, naming team-b."""
+    dranet = ROOT / "examples" / "dranet"
+    for path in (*(dranet / "cluster").iterdir(), dranet / "objects" / "narrowed-template.yaml"):
+        (tmp_path / path.name).write_text(path.read_text())
+    code, out, err = audit(capsys, "--state", str(tmp_path))
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        "FAIL ClusterTrainingRuntime torch-distributed-dranet",
+        "  [RdmaClaimMismatch] bound to profile a4-dranet (8 RDMA NICs per node), but "
+        "ResourceClaimTemplate default-rdma does not claim them all in namespace team-b "
+        "(requests all mrdma.google.com devices with selectors): request exactly one "
+        "mrdma.google.com, allocationMode All or ExactCount count 8, without selectors, "
+        "adminAccess, or constraints or config naming it",
+        "      at spec.template.spec.replicatedJobs[0].template.spec.template.spec."
+        "resourceClaims[0]",
+        "",
+        "1 audited, 0 pass, 0 warn, 1 fail",
+    ]

@@ -8,13 +8,14 @@ from collections.abc import Mapping
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from app.domain.cluster import Networks, RuntimeKey
+from app.domain.claims import ClaimRequest, ClaimTemplate
+from app.domain.cluster import ClaimTemplates, Networks, RuntimeKey
 from app.domain.kinds import Kind
 from app.domain.network import ParamSet
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.slim import slim_runtime
 from app.kube.listing import ClusterReadError, list_snapshot
-from tests.builders import GPU_NICS, RECIPE_NAME
+from tests.builders import GPU_NICS, RDMA, RECIPE_NAME, claim_template, exactly
 from tests.support.apiserver import Reply, client_of, listed, routes, serving, status
 from tests.support.cluster import (
     CLUSTER,
@@ -39,7 +40,10 @@ def test_one_list_per_resource_gives_a_complete_slim_snapshot() -> None:
         (CONFIGMAPS, {"fieldSelector": "metadata.name=nicguard-recipe", "limit": "100"}),
         (CTRS, {"limit": "100"}),
         (TRS, {"limit": "100"}),
+        (TEMPLATES, {"limit": "100"}),
     ]
+    # resource.k8s.io/v1 answered 404: not served, so no template can exist.
+    assert snapshot.claim_template_state == ClaimTemplates(by_key={}, served=False)
     networks = snapshot.network_state
     assert isinstance(networks, Networks)
     assert networks.served
@@ -67,6 +71,7 @@ def test_one_namespace_lists_only_its_training_runtimes() -> None:
         PARAM_SETS,
         CONFIGMAPS,
         f"{TRAINER}/namespaces/team-a/trainingruntimes",
+        "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaimtemplates",
     ]
     assert snapshot.runtime_state == {(Kind.TRAINING_RUNTIME, "team-a", "a"): slim_runtime(TEAM_A)}
 
@@ -154,4 +159,25 @@ def test_param_sets_served_describe_the_networks_usability() -> None:
     )
     assert networks.problem(networks.by_name["gpu-nic-1"]) == (
         "GKENetworkParamSet gpu-nic-1 does not exist"
+    )
+
+
+TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
+
+
+def test_the_claim_templates_are_listed_slim_as_the_cache_keeps_them() -> None:
+    """Items of a built-in list carry no apiVersion and kind; each is read as the apiserver
+    stores it."""
+    items = [claim_template(), claim_template("one", exactly(mode=None), namespace="team-b")]
+    for item in items:
+        del item["apiVersion"], item["kind"]
+    with client_of(routes({**CLUSTER, TEMPLATES: listed(*items)})) as (_, api_client):
+        snapshot = list_snapshot(api_client, RECIPE_NAME, None)
+    assert snapshot.claim_template_state == ClaimTemplates(
+        by_key={
+            ("team", "default-rdma"): ClaimTemplate(
+                "team", "default-rdma", (ClaimRequest("rdma", RDMA, allocation_mode="All"),)
+            ),
+            ("team-b", "one"): ClaimTemplate("team-b", "one", (ClaimRequest("rdma", RDMA),)),
+        }
     )

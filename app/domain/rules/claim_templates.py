@@ -188,7 +188,7 @@ def _namespaces(
     for (namespace, name), template in templates.by_key.items():
         if name in names:
             present.setdefault(namespace, {})[name] = template
-    asking: dict[str, list[tuple[str, str]]] = {}
+    asking: dict[str, list[tuple[str, str, bool]]] = {}
     unclaimed: list[str] = []
     for namespace, found in sorted(present.items()):
         if any(satisfies(t, profile.rdma_nics) for t in found.values()):
@@ -203,7 +203,8 @@ def _namespaces(
                 if len(requests) > 1
                 else requests[0].describe()
             )
-            asking.setdefault(entry.field, []).append((namespace, what))
+            narrowed = any(r.narrowed for r in requests)
+            asking.setdefault(entry.field, []).append((namespace, what, narrowed))
         # A missing one may be the template that claims the NICs: TrainJobs there say so.
         if not requesting and len(found) == len(names):
             unclaimed.append(namespace)
@@ -217,9 +218,9 @@ def _namespaces(
                 field=entry.field,
                 message=f"{_bound(profile)}, but ResourceClaimTemplate "
                 f"{shown(entry.template or '')} does not claim them all in namespace "
-                f"{counted([f'{shown(ns)} (requests {what})' for ns, what in found_in])}: "
-                f"{claim_expected(profile.rdma_nics)}",
-                causes=tuple((entry.field, f"namespace {ns}") for ns, _ in found_in),
+                f"{counted([f'{shown(ns)} (requests {what})' for ns, what, _ in found_in])}: "
+                f"{claim_expected(profile.rdma_nics, narrowed=any(n for *_, n in found_in))}",
+                causes=tuple((entry.field, f"namespace {ns}") for ns, *_ in found_in),
             )
         )
     if unclaimed:

@@ -277,7 +277,8 @@ def test_the_audit_names_each_namespace_where_a_bound_cluster_runtimes_template_
             f"{CLAIMS}[0]",
             f"{IN_EVERY}ResourceClaimTemplate default-rdma does not claim them all in namespace "
             f"narrowed (requests all {RDMA} devices with selectors), one-nic (requests 1 {RDMA} "
-            f"device): {EXPECTED}",
+            f"device): {EXPECTED}, without selectors, adminAccess, or constraints or config "
+            "naming it",
         ),
         (
             "RdmaClaimMissing",
