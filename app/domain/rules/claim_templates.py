@@ -6,6 +6,7 @@ where a bound ClusterTrainingRuntime's templates do not.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Final
 
 from app.domain.claims import (
@@ -48,13 +49,13 @@ def wired_claims(runtime: JsonMap) -> Iterator[tuple[str, PodClaims]]:
             yield template.job, pod_claims(template.resource_claims, template.path)
 
 
-def _names(runtime: JsonMap) -> set[str]:
-    return {
-        entry.template
+def _named_together(runtime: JsonMap, name: str) -> tuple[frozenset[str], ...]:
+    """For each wired template that names ``name``, every template name it uses."""
+    found = (
+        frozenset(e.template for e in claims.templates if e.template)
         for _, claims in wired_claims(runtime)
-        for entry in claims.templates
-        if entry.template
-    }
+    )
+    return tuple(names for names in found if name in names)
 
 
 def dra_profile(kind: Kind, runtime: JsonMap, policy: Policy) -> Profile | None:
@@ -73,9 +74,12 @@ def _bound(profile: Profile) -> str:
 def claim_template_creation(
     obj: JsonMap, namespace: str, view: ClusterView, policy: Policy, out: VerdictBuilder
 ) -> None:
-    """RdmaClaimMismatch (RdmaClaimMissing when it requests no RDMA NIC) for a template whose
-    name a cached DRA-bound runtime uses — a TrainingRuntime of its namespace, or any
-    ClusterTrainingRuntime — and that does not claim that runtime's NICs; ``protect`` decides."""
+    """For a template whose name a cached DRA-bound runtime uses — a TrainingRuntime of its
+    namespace, or any ClusterTrainingRuntime: RdmaClaimMismatch when it requests RDMA NICs
+    but not that runtime's all; RdmaClaimMissing when it requests none and, with it, no
+    template those pods name could (every one exists, none requests any: one that does not exist
+    yet may be the one that claims, and a pod's IMEX channel template claims none). ``protect``
+    decides what a finding does."""
     # The request's kind says what it is; a converted object may carry another version's name.
     template = claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
     if template is None:
@@ -85,29 +89,64 @@ def claim_template_creation(
     if isinstance(runtimes, Unverifiable):
         cannot_decide(out, policy, _NAME, f"runtimes cannot be read: {runtimes.reason}")
         return
-    by_profile: dict[Profile, list[RuntimeKey]] = {}
-    for key, profile in _holders(runtimes, where, template.name, policy):
-        by_profile.setdefault(profile, []).append(key)
-    for profile, keys in by_profile.items():
+    others = _Others(view, policy, out, where, template.name)
+    asks = bool(template.requesting(RDMA_CLASS))
+    refused: dict[Profile, list[RuntimeKey]] = {}
+    for key, profile, together in _holders(runtimes, where, template.name, policy):
         if satisfies(template, profile.rdma_nics):
             continue
+        if asks or any(others.unclaimed(names) for names in together):
+            refused.setdefault(profile, []).append(key)
+    for profile, keys in refused.items():
         out.judge(
             _refused(obj, template, profile, sorted(keys), where),
             enforce=policy.protect is Protect.DENY,
         )
 
 
+@dataclass(slots=True)
+class _Others:
+    """The other templates of the namespace, read once, when a template that requests no RDMA
+    NIC is judged; when they cannot be had, that is said once (ClusterStateUnavailable)."""
+
+    view: ClusterView
+    policy: Policy
+    out: VerdictBuilder
+    namespace: str
+    created: str
+    read: ClaimTemplates | Unverifiable | None = None
+
+    def unclaimed(self, names: frozenset[str]) -> bool:
+        """Whether, with the created one, every template of ``names`` exists and none
+        requests RDMA NICs."""
+        others = names - {self.created}
+        if not others:
+            return True
+        state = self.read
+        if state is None:
+            state = self.read = self.view.claim_templates()
+            if isinstance(state, Unverifiable):
+                why = f"the ResourceClaimTemplates cannot be read: {state.reason}"
+                cannot_decide(self.out, self.policy, _NAME, why)
+        if isinstance(state, Unverifiable):
+            return False
+        found = [state.get(self.namespace, name) for name in others]
+        return all(t is not None and not t.requesting(RDMA_CLASS) for t in found)
+
+
 def _holders(
     runtimes: Iterable[tuple[RuntimeKey, JsonMap]], namespace: str, name: str, policy: Policy
-) -> Iterator[tuple[RuntimeKey, Profile]]:
-    """The DRA-bound runtimes whose pods would claim ``namespace``'s template ``name``."""
+) -> Iterator[tuple[RuntimeKey, Profile, tuple[frozenset[str], ...]]]:
+    """The DRA-bound runtimes whose pods would claim ``namespace``'s template ``name``, and the
+    names each wired template naming it uses."""
     for key, runtime in runtimes:
         kind, held_in, _ = key
         if kind is Kind.TRAINING_RUNTIME and held_in != namespace:
             continue
         profile = dra_profile(kind, runtime, policy)
-        if profile is not None and name in _names(runtime):
-            yield key, profile
+        together = () if profile is None else _named_together(runtime, name)
+        if profile is not None and together:
+            yield key, profile, together
 
 
 def _refused(

@@ -39,6 +39,8 @@ BOUND_CTR = dra_runtime(by_template(), name="cluster-runtime", kind=CTR)
 EXPECTED = f"request exactly one {RDMA}, allocationMode All or ExactCount count 8"
 ONE_NIC = claim_template("default-rdma", exactly(mode=None))
 REQUESTS = "spec.spec.devices.requests"
+IMEX = claim_template("imex", exactly("compute-domain-default-channel.nvidia.com"))
+WITH_IMEX = dra_runtime(by_template(), by_template("imex", name="imex"), name="with-imex")
 NUMA = {"matchAttribute": "dra.net/numa"}
 
 
@@ -173,6 +175,29 @@ CASES = {
     "a-template-without-a-name": Case(
         {**ONE_NIC, "metadata": {"namespace": "team"}}, (BOUND_TR,), ()
     ),
+    "the-imex-channel-beside-a-template-that-claims": Case(
+        IMEX,
+        (WITH_IMEX, claim_template()),
+        (),
+    ),
+    "the-imex-channel-before-the-template-that-claims": Case(IMEX, (WITH_IMEX,), ()),
+    "the-imex-channel-beside-a-template-that-claims-wrongly": Case(IMEX, (WITH_IMEX, ONE_NIC), ()),
+    "default-rdma-without-rdma-beside-the-imex-channel": Case(
+        claim_template("default-rdma", exactly(NETDEV)),
+        (WITH_IMEX, IMEX),
+        ("RdmaClaimMissing",),
+        "but TrainingRuntime team/with-imex, bound to profile a4-dranet",
+    ),
+    "default-rdma-without-rdma-beside-the-imex-channel-for-two": Case(
+        claim_template("default-rdma", exactly(NETDEV)),
+        (
+            WITH_IMEX,
+            dra_runtime(by_template(), by_template("imex", name="i"), name="c", kind=CTR),
+            IMEX,
+        ),
+        ("RdmaClaimMissing",),
+        "but ClusterTrainingRuntime c, TrainingRuntime team/with-imex, bound to profile",
+    ),
     "four-nics-for-two-profiles": Case(
         claim_template("default-rdma", exactly(mode="ExactCount", count=4)),
         (BOUND_TR, dra_runtime(by_template(), name="gb200", profile="a4x-dranet")),
@@ -216,6 +241,18 @@ def test_protect_governs_the_door(policy: Policy, allowed: bool, warned: bool) -
     verdict = created(ONE_NIC, BOUND_TR, policy=policy)
     assert verdict.allowed is allowed
     assert any(w.startswith("[RdmaClaimMismatch]") for w in verdict.warnings) is warned
+
+
+def test_templates_that_cannot_be_read_leave_nicguard_undecided_where_they_matter() -> None:
+    view = replace(snapshot(WITH_IMEX, BOUND_TR), claim_template_state=Unverifiable("not synced"))
+    verdict = created(claim_template("default-rdma", exactly(NETDEV)), view=view)
+    # team-runtime names default-rdma alone: no other template is needed to refuse it.
+    assert codes(verdict) == ("ClusterStateUnavailable", "RdmaClaimMissing")
+    assert verdict.violations[0].message == (
+        "nicguard cannot decide: the ResourceClaimTemplates cannot be read: not synced"
+    )
+    assert created(IMEX, view=view).allowed is False
+    assert codes(created(claim_template(), view=view)) == ()
 
 
 def test_runtimes_that_cannot_be_read_leave_nicguard_undecided() -> None:
