@@ -31,6 +31,7 @@ CHART_VALUES: Final = {
 }  # fmt: skip
 TRAINER_WEBHOOK: Final = "validate.nicguard.dev"
 RECIPE_WEBHOOK: Final = "recipe.nicguard.dev"
+CLAIM_TEMPLATE_DOOR: Final = "claimtemplates.nicguard.dev"
 # The workload doors exempt no identity: the controller manager creates every Job's pods where
 # controllers share its credentials (docs/rules.md, the workload doors).
 WORKLOAD_DOORS: Final = frozenset({"workloads.nicguard.dev", "pods.nicguard.dev"})
@@ -137,6 +138,28 @@ def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
                 assert "'networking.gke.io/interfaces' in " in condition["expression"]
                 # What an UPDATE removes or changes is sent too (the e2e tier drives each case).
                 assert "oldObject != null" in condition["expression"], condition["name"]
+
+
+@pytest.mark.parametrize(("render", "namespace"), installs())
+def test_the_claim_template_door_fails_closed_on_creates_only(render: Any, namespace: str) -> None:
+    """A ResourceClaimTemplate's spec is immutable: CREATE of v1 templates, in every namespace,
+    and nothing else of resource.k8s.io (docs/dra.md); the cache's list+watch is all the RBAC."""
+    (door,) = (h for h in webhooks(render()) if h["name"] == CLAIM_TEMPLATE_DOOR)
+    assert door["failurePolicy"] == "Fail"
+    assert "objectSelector" not in door
+    assert door["rules"] == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["resourceclaimtemplates"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert [c["name"] for c in door["matchConditions"]] == [
+        "not-break-glass",
+        "not-system-component",
+    ]
 
 
 @pytest.mark.parametrize(("render", "namespace"), installs())

@@ -209,6 +209,7 @@ def test_the_workload_doors_can_be_left_out(enabled: str, doors: list[str]) -> N
         "protect.nicguard.dev",
         "recipe.nicguard.dev",
         "snapshot.nicguard.dev",
+        "claimtemplates.nicguard.dev",
         *doors,
     ]
 
