@@ -18,11 +18,21 @@ import pytest
 from app.domain.kinds import Kind
 from tests.builders import runtime
 from tests.harness import expect
-from tests.harness.audit import DRIFT, Api, audit_events, count, gauge, metrics, new_events
+from tests.harness.audit import (
+    DRIFT,
+    Api,
+    audit_events,
+    count,
+    gauge,
+    metrics,
+    new_events,
+    nicguard_audit,
+    ref_of,
+)
 from tests.harness.objects import Obj, as_list, interfaces, unique
 from tests.harness.procs import wait_until
 from tests.harness.stack import Stack, ready_network, running
-from tests.harness.state import checked, create_namespace
+from tests.harness.state import AS_BREAK_GLASS, checked, create_namespace, eventually
 from tests.support.claimed_snapshots import FOLDED, TAMPERED, claimed_copy
 
 pytestmark = pytest.mark.e2e
@@ -33,6 +43,7 @@ NETDEV: Final = "netdev.google.com"
 PROFILE: Final = "a4-dranet"
 NETWORK: Final = "rdma-annotated"
 AUDIT_TIMEOUT: Final = 15.0
+TEMPLATE_DOOR: Final = "claimtemplates.nicguard.dev"
 
 
 def device_class(name: str) -> Obj:
@@ -60,8 +71,10 @@ def dra_runtime(
     *templates: str,
     profile: str | None = PROFILE,
     annotations: dict[str, str] | None = None,
+    kind: Kind = Kind.TRAINING_RUNTIME,
 ) -> Obj:
-    """A TrainingRuntime whose node pods claim ``templates`` (bound to ``profile`` by label)."""
+    """A TrainingRuntime (or ``kind``) whose node pods claim ``templates`` (bound to ``profile``
+    by label)."""
     claims = [{"name": f"c{i}", "resourceClaimTemplateName": t} for i, t in enumerate(templates)]
     pod: dict[str, Any] = {
         "containers": [
@@ -77,7 +90,7 @@ def dra_runtime(
     node = {"metadata": {"annotations": annotations or {}}, "spec": pod}
     return runtime(
         unique("dranet"),
-        kind=Kind.TRAINING_RUNTIME,
+        kind=kind,
         namespace=namespace,
         labels=None if profile is None else {"nicguard.dev/profile": profile},
         jobs=[{"name": "node", "template": {"spec": {"template": node}}}],
@@ -86,6 +99,13 @@ def dra_runtime(
 
 def subject(obj: Obj) -> str:
     return f"TrainingRuntime/{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+def described(obj: Obj) -> str:
+    """A runtime as nicguard's messages name it."""
+    metadata = obj["metadata"]
+    where = f"{metadata['namespace']}/" if "namespace" in metadata else ""
+    return f"{obj['kind']} {where}{metadata['name']}"
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +260,78 @@ def test_a_snapshot_whose_claims_trainer_reads_by_folding_is_refused(
         webhook="snapshot.nicguard.dev",
     )
     assert "(Go matches field names ignoring case)" in message
+
+
+@pytest.mark.parametrize("kind", [Kind.TRAINING_RUNTIME, Kind.CLUSTER_TRAINING_RUNTIME])
+def test_a_template_recreated_with_one_nic_is_refused_and_past_break_glass_audited(
+    dra: tuple[Stack, str, str], kind: Kind
+) -> None:
+    """An admitted runtime's template deleted and created again with ``count: 1``: refused at
+    the template door, naming the runtime; created under break-glass, the audit (Event, metric,
+    ``nicguard audit``) fails the runtime, naming the namespace."""
+    stack, _, _ = dra
+    namespace = unique("recreated")
+    create_namespace(stack.plane, namespace)
+    # A ClusterTrainingRuntime reserves its names in every namespace: one naming default-rdma
+    # would fail from the start on the fixture's one-NIC default-rdma.
+    name = "default-rdma" if kind is Kind.TRAINING_RUNTIME else unique("rdma")
+    every_nic = claim_template(namespace, name, allocationMode="All")
+    checked(stack.apply(every_nic, who="admin"), "creating the template")
+    obj = dra_runtime(namespace, name, kind=kind)
+    stack.judged(obj, "", who="admin")
+    expect.allowed(stack.apply(obj, who="admin"), "created")
+    holder = described(obj)
+    checked(
+        stack.kubectl("delete", "resourceclaimtemplate", name, "-n", namespace, who="admin"),
+        "deleting the template",
+    )
+    one_nic = claim_template(namespace, name)  # ExactCount, count 1: the defaults
+    # The door reads the runtime from its cache, which follows the create by watch.
+    eventually(
+        lambda: stack.apply(one_nic, who="admin", dry_run=True),
+        lambda run: "[RdmaClaimMismatch]" in run.stderr,
+    )
+    expect.denied(
+        stack.apply(one_nic, who="admin"),
+        f"ResourceClaimTemplate/{namespace}/{name}",
+        "RdmaClaimMismatch",
+        f"ResourceClaimTemplate {namespace}/{name} requests 1 {RDMA} device, but {holder}, "
+        f"bound to profile {PROFILE} (8 RDMA NICs per node), names it",
+        webhook=TEMPLATE_DOOR,
+    )
+    api = Api(stack.plane)
+    before = audit_events(api)
+    one_nic["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
+    glass = stack.plane.kubectl(
+        "admin", *AS_BREAK_GLASS, "create", "-f", "-", input=as_list([one_nic])
+    )
+    checked(glass, "creating the template under break-glass")
+    ref = ref_of(obj)
+
+    def drift() -> str | None:
+        for event in new_events(api, before):
+            if event.reason == DRIFT and event.regarding == ref and namespace in event.note:
+                return event.note
+        return None
+
+    note = wait_until(
+        drift,
+        timeout=AUDIT_TIMEOUT,
+        what="a WiringDrift Event on the runtime naming the namespace",
+        diagnose=stack.nicguard.report,
+    )
+    assert "[RdmaClaimMismatch]" in note
+    assert (
+        gauge(metrics(stack.nicguard), "nicguard_audit_violations", code="RdmaClaimMismatch") >= 1
+    )
+    where = [] if kind is Kind.CLUSTER_TRAINING_RUNTIME else ["--namespace", namespace]
+    audited = nicguard_audit(stack.plane, *where)
+    assert audited.returncode == 1, audited.stdout + audited.stderr
+    block = next(
+        b
+        for b in audited.stdout.split("\n\n")
+        if b.startswith(f"FAIL {ref[0]} ")
+        and b.splitlines()[0].endswith(f"{ref[1] + '/' if ref[1] else ''}{ref[2]}")
+    )
+    assert "[RdmaClaimMismatch]" in block
+    assert namespace in block
