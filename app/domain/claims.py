@@ -79,6 +79,17 @@ class ClaimTemplate:
     def requesting(self, device_class: str) -> tuple[ClaimRequest, ...]:
         return tuple(r for r in self.requests if r.requests(device_class))
 
+    def asks(self, device_class: str) -> str:
+        """What it requests of ``device_class``: its one request, or how many it has."""
+        requests = self.requesting(device_class)
+        if len(requests) == 1:
+            return requests[0].describe()
+        return f"{len(requests)} requests of {device_class}"
+
+    def narrows(self, device_class: str) -> bool:
+        """Whether something narrows a request of ``device_class``."""
+        return any(r.narrowed for r in self.requesting(device_class))
+
     def describe(self) -> str:
         return f"ResourceClaimTemplate {self.namespace}/{self.name}"
 

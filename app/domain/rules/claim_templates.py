@@ -165,16 +165,13 @@ def _refused(
             f"{claim_expected(profile.rdma_nics)}",
             causes=tuple((_REQUESTS, runtime_name(key)) for key in keys),
         )
-    what = (
-        f"{len(requests)} requests of {RDMA_CLASS}" if len(requests) > 1 else requests[0].describe()
-    )
-    narrowed = any(r.narrowed for r in requests)
     field = _mismatch_field(obj, requests[0].name, requests[0].narrowed)
     return Violation(
         code=Code.RDMA_CLAIM_MISMATCH,
         field=field,
-        message=f"{described} requests {what}, but {holders}, {_bound(profile)}, {verb} it: "
-        f"{claim_expected(profile.rdma_nics, narrowed=narrowed)}",
+        message=f"{described} requests {template.asks(RDMA_CLASS)}, but {holders}, "
+        f"{_bound(profile)}, {verb} it: "
+        f"{claim_expected(profile.rdma_nics, narrowed=template.narrows(RDMA_CLASS))}",
         causes=tuple((field, runtime_name(key)) for key in keys),
     )
 
@@ -227,49 +224,50 @@ def _namespaces(
     for (namespace, name), template in templates.by_key.items():
         if name in names:
             present.setdefault(namespace, {})[name] = template
-    asking: dict[str, list[tuple[str, str, bool]]] = {}
+    asking: dict[str, list[tuple[str, ClaimTemplate]]] = {}
     unclaimed: list[str] = []
     for namespace, found in sorted(present.items()):
         if any(satisfies(t, profile.rdma_nics) for t in found.values()):
             continue
         requesting = [
-            e for e in entries if (t := found.get(e.template or "")) and t.requesting(RDMA_CLASS)
+            (e, t)
+            for e in entries
+            if (t := found.get(e.template or "")) is not None and t.requesting(RDMA_CLASS)
         ]
-        for entry in requesting:
-            requests = found[entry.template or ""].requesting(RDMA_CLASS)
-            what = (
-                f"{len(requests)} requests of {RDMA_CLASS}"
-                if len(requests) > 1
-                else requests[0].describe()
-            )
-            narrowed = any(r.narrowed for r in requests)
-            asking.setdefault(entry.field, []).append((namespace, what, narrowed))
+        for entry, template in requesting:
+            asking.setdefault(entry.field, []).append((namespace, template))
         # A missing one may be the template that claims the NICs: TrainJobs there say so.
         if not requesting and len(found) == len(names):
             unclaimed.append(namespace)
     for entry in entries:
         found_in = asking.pop(entry.field, [])
-        if not found_in:
-            continue
-        out.deny(
-            Violation(
-                code=Code.RDMA_CLAIM_MISMATCH,
-                field=entry.field,
-                message=f"{_bound(profile)}, but ResourceClaimTemplate "
-                f"{shown(entry.template or '')} does not claim them all in namespace "
-                f"{counted([f'{shown(ns)} (requests {what})' for ns, what, _ in found_in])}: "
-                f"{claim_expected(profile.rdma_nics, narrowed=any(n for *_, n in found_in))}",
-                causes=tuple((entry.field, f"namespace {ns}") for ns, *_ in found_in),
+        if found_in:
+            listed = [f"{shown(ns)} (requests {t.asks(RDMA_CLASS)})" for ns, t in found_in]
+            narrowed = any(t.narrows(RDMA_CLASS) for _, t in found_in)
+            out.deny(
+                _in_namespaces(
+                    Code.RDMA_CLAIM_MISMATCH,
+                    entry.field,
+                    f"{_bound(profile)}, but ResourceClaimTemplate {shown(entry.template or '')} "
+                    f"does not claim them all in namespace {counted(listed)}: "
+                    f"{claim_expected(profile.rdma_nics, narrowed=narrowed)}",
+                    [ns for ns, _ in found_in],
+                )
             )
-        )
     if unclaimed:
         out.deny(
-            Violation(
-                code=Code.RDMA_CLAIM_MISSING,
-                field=claims.field,
-                message=f"{_bound(profile)}, but no ResourceClaimTemplate it names requests "
-                f"{RDMA_CLASS} devices in namespace {counted([shown(ns) for ns in unclaimed])}: "
-                "its pods there would run NCCL on the gVNIC",
-                causes=tuple((claims.field, f"namespace {ns}") for ns in unclaimed),
+            _in_namespaces(
+                Code.RDMA_CLAIM_MISSING,
+                claims.field,
+                f"{_bound(profile)}, but no ResourceClaimTemplate it names requests {RDMA_CLASS} "
+                f"devices in namespace {counted([shown(ns) for ns in unclaimed])}: its pods there "
+                "would run NCCL on the gVNIC",
+                unclaimed,
             )
         )
+
+
+def _in_namespaces(code: Code, field: str, message: str, namespaces: list[str]) -> Violation:
+    """A finding with a cause per namespace it names (the audit tells one more apart)."""
+    causes = tuple((field, f"namespace {ns}") for ns in namespaces)
+    return Violation(code=code, field=field, message=message, causes=causes)

@@ -120,18 +120,13 @@ def _mismatches(
     any does."""
     asking = [(e, t) for e, t in present if t.requesting(RDMA_CLASS)]
     for entry, template in asking:
-        requests = template.requesting(RDMA_CLASS)
-        what = (
-            f"{len(requests)} requests of {RDMA_CLASS}"
-            if len(requests) > 1
-            else requests[0].describe()
-        )
         out.deny(
             Violation(
                 code=Code.RDMA_CLAIM_MISMATCH,
                 field=entry.field,
-                message=f"{bound}, but {shown(template.describe())} requests {what}: "
-                f"{claim_expected(nics, narrowed=any(r.narrowed for r in requests))}",
+                message=f"{bound}, but {shown(template.describe())} requests "
+                f"{template.asks(RDMA_CLASS)}: "
+                f"{claim_expected(nics, narrowed=template.narrows(RDMA_CLASS))}",
             )
         )
     return bool(asking)
