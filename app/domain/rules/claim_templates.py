@@ -156,22 +156,22 @@ def _refused(
     verb = "names" if len(keys) == 1 else "name"
     described = shown(f"{CLAIM_TEMPLATE_KIND} {where}/{template.name}")
     requests = template.requesting(RDMA_CLASS)
-    if not requests:
-        return Violation(
-            code=Code.RDMA_CLAIM_MISSING,
-            field=_REQUESTS,
-            message=f"{described} requests no {RDMA_CLASS} device, but {holders}, "
-            f"{_bound(profile)}, {verb} it: its pods would run NCCL on the gVNIC; "
-            f"{claim_expected(profile.rdma_nics)}",
-            causes=tuple((_REQUESTS, runtime_name(key)) for key in keys),
+    nics = profile.rdma_nics
+    if requests:
+        code, field = (
+            Code.RDMA_CLAIM_MISMATCH,
+            _mismatch_field(obj, requests[0].name, requests[0].narrowed),
         )
-    field = _mismatch_field(obj, requests[0].name, requests[0].narrowed)
+        asked = f"requests {template.asks(RDMA_CLASS)}"
+        expected = claim_expected(nics, narrowed=template.narrows(RDMA_CLASS))
+    else:
+        code, field = Code.RDMA_CLAIM_MISSING, _REQUESTS
+        asked = f"requests no {RDMA_CLASS} device"
+        expected = f"its pods would run NCCL on the gVNIC; {claim_expected(nics)}"
     return Violation(
-        code=Code.RDMA_CLAIM_MISMATCH,
+        code=code,
         field=field,
-        message=f"{described} requests {template.asks(RDMA_CLASS)}, but {holders}, "
-        f"{_bound(profile)}, {verb} it: "
-        f"{claim_expected(profile.rdma_nics, narrowed=template.narrows(RDMA_CLASS))}",
+        message=f"{described} {asked}, but {holders}, {_bound(profile)}, {verb} it: {expected}",
         causes=tuple((field, runtime_name(key)) for key in keys),
     )
 
