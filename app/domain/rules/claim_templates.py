@@ -140,7 +140,12 @@ def _holders(
     """The DRA-bound runtimes whose pods would claim ``namespace``'s template ``name``, and the
     names each wired template naming it uses."""
     for key, runtime in runtimes:
-        kind, held_in, _ = key
+        # Most are another namespace's TrainingRuntimes: one comparison each (a template is
+        # created while 100,000 runtimes are cached; a ClusterTrainingRuntime's is "").
+        held_in = key[1]
+        if held_in and held_in != namespace:
+            continue
+        kind = key[0]
         if kind is Kind.TRAINING_RUNTIME and held_in != namespace:
             continue
         profile = dra_profile(kind, runtime, policy)

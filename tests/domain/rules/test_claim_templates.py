@@ -29,6 +29,7 @@ from tests.builders import (
     runtime,
     snapshot,
     wired,
+    with_metadata,
 )
 
 CTR = Kind.CLUSTER_TRAINING_RUNTIME
@@ -100,6 +101,11 @@ CASES = {
         "to profile a4-dranet (8 RDMA NICs per node), name it:",
     ),
     "a-training-runtime-of-another-namespace": Case(ONE_NIC, (BOUND_TR,), (), namespace="other"),
+    "a-training-runtime-without-a-namespace-is-of-none": Case(
+        ONE_NIC,
+        (with_metadata(BOUND_TR, namespace=""),),
+        (),
+    ),
     "an-unbound-runtime": Case(
         ONE_NIC, (runtime("plain", kind=TR, jobs=[claimed_job(by_template())]),), ()
     ),
@@ -342,21 +348,14 @@ def test_a_namespace_lacking_a_template_it_names_is_left_to_its_trainjobs() -> N
 
 
 def test_several_wired_templates_are_named_by_job() -> None:
+    trainer = claimed_job(by_template(), name="trainer")
+    template = trainer["template"]
+    assert isinstance(template, dict)
+    template["metadata"] = {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}}
     obj = runtime(
         "r",
         labels={"nicguard.dev/profile": "a4-dranet"},
-        jobs=[
-            claimed_job(by_template()),
-            {
-                **claimed_job(by_template(), name="trainer"),
-                "template": {
-                    "metadata": {
-                        "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-                    },
-                    **claimed_job(by_template())["template"],  # type: ignore[dict-item]
-                },
-            },
-        ],
+        jobs=[claimed_job(by_template()), trainer],
     )
     found = audited(obj, in_namespace("one-nic", "default-rdma", exactly(mode=None)))
     assert [message.partition(":")[0] for _, _, message in found] == ["node job", "trainer job"]
