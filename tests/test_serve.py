@@ -202,14 +202,17 @@ DRANET = ROOT / "examples" / "dranet"
 
 
 def _review_of(path: Path) -> bytes:
-    """A CREATE AdmissionReview of the Trainer object in ``path``, as the apiserver sends it."""
+    """A CREATE AdmissionReview of the object in ``path`` (a Trainer object, a
+    ResourceClaimTemplate), as the apiserver sends it."""
     obj = yaml.safe_load(path.read_text())
     review = json.loads((ROOT / "examples" / "reviews" / "drifted-runtime.json").read_text())
     request = review["request"]
     kind, metadata = obj["kind"], obj["metadata"]
-    request["kind"] = request["requestKind"] = {**request["kind"], "kind": kind}
+    group, _, version = obj["apiVersion"].rpartition("/")
+    request["kind"] = request["requestKind"] = {"group": group, "version": version, "kind": kind}
     plural = f"{kind.lower()}s"
-    request["resource"] = request["requestResource"] = {**request["resource"], "resource": plural}
+    resource = {"group": group, "version": version, "resource": plural}
+    request["resource"] = request["requestResource"] = resource
     request["name"], request["namespace"] = metadata["name"], metadata.get("namespace", "")
     request["object"] = obj
     return json.dumps(review).encode()
@@ -231,6 +234,7 @@ def test_serve_in_file_mode_judges_dra_claims_with_the_states_templates(
     assert causes == {
         "annotated-and-claimed-runtime.yaml": ["WiringModeConflict"],
         "good-trainjob.yaml": [],
+        "narrowed-template.yaml": ["RdmaClaimMismatch"],
         "netdev-runtime.yaml": ["RdmaClaimMissing"],
         "one-nic-runtime.yaml": ["RdmaClaimMismatch"],
         "other-namespace-trainjob.yaml": ["ResourceClaimTemplateNotFound"],
