@@ -619,3 +619,21 @@ def test_a_snapshot_whose_claims_trainer_reads_by_folding_is_runtime_snapshot_in
         "in data.runtime cannot be read as Trainer reads it: `spec.template.spec.replicatedJobs"
     )
     assert f"{FOLDED[tampering]}` may be read by Trainer as" in violation["message"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "status", "warned"), [("warn", 0, True), ("off", 0, False), ("deny", 1, False)]
+)
+def test_protect_governs_the_templates_check_judges(
+    setting: str, status: int, warned: bool
+) -> None:
+    run = nicguard(
+        "check",
+        "--state",
+        DRANET,
+        "--protect",
+        setting,
+        "examples/dranet/objects/narrowed-template.yaml",
+    )
+    assert run.returncode == status, run.stdout
+    assert ("warning: [RdmaClaimMismatch]" in run.stdout) is warned
