@@ -157,9 +157,10 @@ def network(
     params_ready: bool = True,
     param_kind: str | None = "GKENetworkParamSet",
     conditions: Sequence[object] | None = None,
+    network_type: str = "Device",
 ) -> dict[str, object]:
     """A ``networks.networking.gke.io/v1`` object; usable with the defaults."""
-    spec: dict[str, object] = {"type": "Device"}
+    spec: dict[str, object] = {"type": network_type}
     if param_kind is not None:
         spec["parametersRef"] = {"group": "networking.gke.io", "kind": param_kind, "name": name}
     if conditions is None:

@@ -51,6 +51,10 @@ GB200 = ("gke-networking/a4x-gb200",)
 GB200_RDMA2_NETDEVICE = ("gke-networking/a4x-gb200-rdma2-netdevice",)
 GB200_NOT_READY = ("gke-networking/a4x-gb200-not-ready",)
 A3ULTRA = ("gke-networking/a3ultra-a4",)
+MULTI_HOST_NIC = ("gke-networking/multi-host-nic",)  # the L3 Network secondary-network
+MULTI_HOST_NIC_POD = "gke-docs/compute-gpu-multi-host-nic-pod.yaml"
+MULTI_HOST_NIC_VERBATIM = "gke-docs/compute-gpu-multi-host-nic-pod-verbatim.yaml"
+GATEWAY_POD = "gateway-7d9f8-x2k4q"
 
 SNAPSHOT_RECIPE = (("NICGUARD_RECIPE_CONFIGMAP", "gpu-operator/aicr-snapshot"),)
 
@@ -527,6 +531,40 @@ ROWS: list[Row] = [
             "transplant-a4x",
         ),
     ),
+    # --- Google's "multiple host NICs" gateway Pod (default route on eth1): GKE runs it, so an
+    # unbound template is admitted; the recipe's runtime is held to AICR's eth0 (SPEC §3). ---
+    Row(
+        "gke multi-host-nic gateway pod as google prints it",
+        (MULTI_HOST_NIC_VERBATIM,),
+        MULTI_HOST_NIC,
+        "Pod",
+        GATEWAY_POD,
+        False,
+        _codes("InterfacesAnnotationMalformed"),
+        text=("is not valid JSON",),
+    ),
+    Row(
+        "transplant gke multi-host-nic gateway into a team runtime",
+        (),
+        MULTI_HOST_NIC,
+        CTR,
+        "team-gateway",
+        True,
+        warns=False,
+        transplant=Transplant(MULTI_HOST_NIC_POD, GATEWAY_POD, "team-gateway"),
+    ),
+    Row(
+        "transplant gke multi-host-nic gateway into the recipe's runtime",
+        (),
+        (*A3MEGA, *MULTI_HOST_NIC),
+        CTR,
+        "torch-distributed-tcpxo",
+        False,
+        _codes("DefaultInterfaceInvalid"),
+        exact=False,
+        text=('networking.gke.io/default-interface is "eth1"',),
+        transplant=Transplant(MULTI_HOST_NIC_POD, GATEWAY_POD, "torch-distributed-tcpxo"),
+    ),
 ]
 
 
@@ -648,6 +686,7 @@ POD_VERDICTS = [
     ("gke-samples/gpudirect-rdma/nccl-test-imex-a4x.yaml", GB200, True),
     ("gke-docs/ai-hypercomputer-nccl-collect-and-understand-pod.yaml", A3ULTRA, True),
     ("aicr/docs/gke-tcpxo-networking-pod.yaml", A3MEGA, False),
+    (MULTI_HOST_NIC_POD, MULTI_HOST_NIC, True),
 ]
 
 

@@ -16,6 +16,7 @@ from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.profiles import Binding, Profile, binding_of
+from app.domain.recipe import Recipe
 from app.domain.rules.binding import Expected, expected_mapping, recipe_divergence, unwired
 from app.domain.rules.claims import Templates, bound_conflict, claim_findings, claimed_conflict
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
@@ -133,9 +134,10 @@ def judge_subjects(
     )
     if named is None:
         named = len(subjects) > 1
+    held = _held(profile, expected, view)
     # The templates are read when a rule first needs them: most objects claim nothing.
     templates = Templates(view, policy, out, subjects[0].claims if subjects else NO_CLAIMS)
-    checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder]] = []
+    checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder, Profile | None]] = []
     placeable: list[Placeable] = []
     for subject in subjects:
         scoped = out.scoped(f"{subject.job} job: " if named else "")
@@ -144,22 +146,12 @@ def judge_subjects(
         by_claim = claimed if subject.wired else None
         if by_claim is not None:
             _judge_claims(subject, by_claim, namespace, templates, scoped)
-        secondaries = _judge_template(subject, bound, out=scoped)
-        if secondaries is None:
+        entries = _judge_template(subject, bound, held=held and subject.wired, out=scoped)
+        if entries is None:
             continue
-        checked.append((subject, secondaries, scoped))
+        checked.append((subject, entries, scoped, by_claim))
         if profile is None or not subject.wired:
-            placeable.append((subject.wiring, secondaries, scoped))
-        if by_claim is not None:
-            conflict = bound_conflict(subject.wiring, secondaries, by_claim)
-        elif subject.claims.entries:
-            conflict = claimed_conflict(
-                subject.wiring, secondaries, subject.claims, namespace, templates.state
-            )
-        else:
-            continue
-        if conflict is not None:
-            scoped.deny(conflict)
+            placeable.append((subject.wiring, entries, scoped))
     if not checked:
         return
     if placeable:
@@ -170,14 +162,35 @@ def judge_subjects(
     networks = network_view(checked[0][0].wiring, view, policy, out)
     if networks is None:
         return
-    for subject, secondaries, scoped in checked:
+    for subject, entries, scoped, by_claim in checked:
         wiring = subject.wiring
-        network_findings(wiring, secondaries, networks, policy, scoped)
+        network_findings(wiring, entries, networks, policy, scoped)
         # Bound (for the recipe's profile: while the recipe delivers), the param sets' modes.
         if profile is not None and expected is not None and subject.wired:
-            mismatch = device_mode_mismatch(wiring, secondaries, networks, profile)
+            mismatch = device_mode_mismatch(wiring, entries, networks, profile)
             if mismatch is not None:
                 scoped.deny(mismatch)
+        if by_claim is not None:
+            conflict = bound_conflict(wiring, entries, networks, by_claim)
+        elif subject.claims.entries:
+            conflict = claimed_conflict(
+                wiring, entries, networks, subject.claims, namespace, templates.state
+            )
+        else:
+            continue
+        if conflict is not None:
+            scoped.deny(conflict)
+
+
+def _held(profile: Profile | None, expected: Expected | None, view: ClusterView) -> bool:
+    """Whether the object's wired templates are held to AICR's conventions (docs/rules.md): it
+    is bound, unless only to the recipe's profile while the recipe delivers nothing."""
+    if profile is None:
+        return False
+    if not profile.from_recipe or expected is not None:
+        return True
+    recipe = view.recipe()
+    return not (isinstance(recipe, Recipe) and recipe.mapping is None and recipe.problem is None)
 
 
 def _judge_claims(
@@ -203,24 +216,27 @@ def _judge_claims(
 
 
 def _judge_template(
-    subject: Subject, expected: Expected | None, *, out: VerdictBuilder
+    subject: Subject, expected: Expected | None, *, held: bool, out: VerdictBuilder
 ) -> tuple[InterfaceRef, ...] | None:
-    """Structure and binding rules of one template; its secondaries when Networks are next."""
+    """Structure (AICR's when ``held``, else GKE's) and binding rules of one template; its
+    entries when Networks are next."""
     wiring = subject.wiring
     if not wiring.wired:
         if expected is not None:
             out.deny(unwired(subject.job, subject.wiring, subject.missing, expected))
         return None
-    structure = structure_of(wiring)
+    structure = structure_of(wiring, bound=held)
     for violation in structure.violations:
         out.deny(violation)
-    if structure.secondaries is None:
+    entries = structure.entries
+    if entries is None:
         return None
-    for position, entry in enumerate(structure.secondaries, start=1):
+    for position, entry in enumerate(entries):
         if entry.interface is not None:
             out.note(f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked")
     if expected is not None:
-        divergence = recipe_divergence(wiring, structure.secondaries, expected)
+        # Held to a mapping, the list starts with eth0->default: the rest is the mapping.
+        divergence = recipe_divergence(wiring, entries[1:], expected)
         if divergence is not None:
             out.deny(divergence)
-    return structure.secondaries
+    return entries

@@ -15,6 +15,9 @@ from app.domain.fields import as_list, as_map, map_at, str_at
 NETWORK_GROUP: Final = "networking.gke.io"
 NETWORK_VERSION: Final = "v1"
 PARAM_SET_KIND: Final = "GKENetworkParamSet"
+DEVICE_TYPE: Final = "Device"
+"""``spec.type`` of a Network that hands a node NIC to the Pod (gke-networking-api
+``DeviceNetworkType``); ``L3`` and ``L2`` Networks route through the node's interface."""
 _CONDITIONS: Final = ("Ready", "ParamsReady")
 
 
@@ -26,6 +29,9 @@ class Network:
     problem: str = ""
     param_set: str = ""
     """The GKENetworkParamSet ``spec.parametersRef`` names, or "" when it names none."""
+    device: bool = False
+    """``spec.type`` is ``Device``: the Network hands the Pod a whole node NIC, as GKE's DRANET
+    driver does (docs/dra.md). A bool, not the type's text: one shared object per Network."""
 
     @property
     def usable(self) -> bool:
@@ -62,7 +68,12 @@ def network_from_object(obj: object) -> Network | None:
         return None
     ref = map_at(obj, "spec", "parametersRef")
     param_set = str_at(ref, "name") if str_at(ref, "kind") == PARAM_SET_KIND else None
-    return Network(name=name, problem="; ".join(_problems(obj)), param_set=param_set or "")
+    return Network(
+        name=name,
+        problem="; ".join(_problems(obj)),
+        param_set=param_set or "",
+        device=str_at(obj, "spec", "type") == DEVICE_TYPE,
+    )
 
 
 def _latest(obj: object, kinds: tuple[str, ...]) -> dict[str, dict[str, object]]:

@@ -97,7 +97,7 @@ def test_networks_are_recognised_by_api_version_and_kind_and_keyed_by_name() -> 
     assert isinstance(networks, Networks)
     assert networks.served
     assert sorted(networks.by_name) == ["a", "b"]
-    assert networks.by_name["a"] == Network("a", param_set="a")
+    assert networks.by_name["a"] == Network("a", param_set="a", device=True)
     assert not networks.by_name["b"].usable
 
 

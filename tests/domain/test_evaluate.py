@@ -29,7 +29,7 @@ from tests.builders import (
     with_metadata,
 )
 
-BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth1"))
+BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth7"))
 REVERSED = list(reversed(PAIRS))
 
 

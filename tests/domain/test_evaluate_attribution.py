@@ -34,7 +34,7 @@ PATCH = (
     ".template.spec.template.metadata.annotations"
 )
 DRIFTED_TCPXO = runtime(annotations=wired(SWAPPED))
-NO_DEFAULT = runtime("plain", annotations=wired([("eth1", "absent")], default=None))
+NO_DEFAULT = runtime("plain", annotations=wired([("eth1", "absent")], default="eth9"))
 TEAM_TR = runtime(
     "torch-tcpxo",
     kind=Kind.TRAINING_RUNTIME,
@@ -86,7 +86,7 @@ CASES = [
     ),
     pytest.param(
         trainjob("plain", patches=[{INTERFACES: annotation([("eth1", "gpu-nic-0")])}]),
-        snapshot(runtime("plain")),
+        snapshot(runtime("plain", annotations={DEFAULT_INTERFACE: "eth9"})),
         [("DefaultInterfaceInvalid", "spec.runtimeRef", "networking.gke.io/default-interface")],
         id="wiring-an-unwired-runtime-without-its-default-is-its-own",
     ),
@@ -98,7 +98,7 @@ CASES = [
                 "DefaultInterfaceInvalid",
                 "spec.runtimeRef",
                 "inherited unchanged from ClusterTrainingRuntime/plain, the object to fix: "
-                "networking.gke.io/default-interface is missing",
+                'networking.gke.io/default-interface is "eth9"',
             ),
             (
                 "NetworkNotFound",

@@ -47,6 +47,11 @@ def _annotated(value: str, default: str = "eth0") -> JsonMap:
     return runtime("plain", annotations={INTERFACES: value, DEFAULT_INTERFACE: default})
 
 
+def _bound(value: str) -> JsonMap:
+    """The recipe's runtime (bound by name), held to AICR's conventions."""
+    return runtime(annotations={INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
+
+
 SWAPPED_RDMA = (GB200_PAIRS[0], GB200_PAIRS[1], GB200_PAIRS[3], GB200_PAIRS[2], GB200_PAIRS[4])
 
 CASES = {
@@ -67,12 +72,12 @@ CASES = {
         _annotated("[]"), snapshot(), ("InterfacesAnnotationMalformed",)
     ),
     Code.PRIMARY_INTERFACE_INVALID: Case(
-        _annotated(json.dumps([{"interfaceName": "eth1", "network": "gpu-nic-0"}])),
+        _bound(json.dumps([{"interfaceName": "eth1", "network": "gpu-nic-0"}])),
         snapshot(),
         ("PrimaryInterfaceInvalid",),
     ),
     Code.DEFAULT_INTERFACE_INVALID: Case(
-        runtime("plain", annotations=wired(default=None)), snapshot(), ("DefaultInterfaceInvalid",)
+        runtime(annotations=wired(default=None)), snapshot(), ("DefaultInterfaceInvalid",)
     ),
     Code.INTERFACE_NAME_INVALID: Case(
         runtime("plain", annotations=wired([("eth3:1", "gpu-nic-0")])),
@@ -90,9 +95,9 @@ CASES = {
         ("NetworkDuplicated",),
     ),
     Code.NETWORK_RESERVED: Case(
-        runtime("plain", annotations=wired([("eth1", "default")])),
+        runtime(annotations=wired([("eth1", "default")])),
         snapshot(),
-        ("NetworkReserved",),
+        ("NetworkReserved", "MappingDivergesFromRecipe"),
     ),
     Code.NODE_JOB_MISSING: Case(runtime(jobs=[]), snapshot(), ("NodeJobMissing",)),
     Code.PATCH_DIRECTIVE_UNSUPPORTED: Case(

@@ -33,6 +33,7 @@ from tests.builders import (
     first_available,
     messages,
     mpi_runtime,
+    network,
     node_job,
     review,
     runtime,
@@ -68,6 +69,9 @@ class Case:
     message: str = ""
     field: str = ""
 
+
+GVNIC_L3 = network("gvnic-1", network_type="L3")
+"""The second gVNIC, which Google's DRANET guide lets a pod attach beside its RDMA claim."""
 
 CASES = {
     "all-nics": Case(dra_runtime(by_template()), (claim_template(),), ()),
@@ -233,8 +237,8 @@ CASES = {
         (claim_template(),),
         ("WiringModeConflict",),
         "bound to profile a4-dranet, whose NICs are claimed by DRA, but the interfaces "
-        "annotation maps eth1->gpu-nic-0 too; GKE's DRANET driver and Device-type Networks must "
-        "not manage the same NICs: wire them one way",
+        "annotation maps eth1->gpu-nic-0, a Device-type Network, too; GKE's DRANET driver and "
+        "Device-type Networks must not manage the same NICs: wire them one way",
         "spec.template.spec.replicatedJobs[0].template.spec.template.metadata.annotations"
         f"[{INTERFACES}][1]",
     ),
@@ -263,8 +267,48 @@ CASES = {
         runtime("r", kind=TR, jobs=[claimed_job(by_template(), annotations=wired())]),
         (claim_template(),),
         ("WiringModeConflict",),
-        "the interfaces annotation maps eth1->gpu-nic-0, and the pod claims mrdma.google.com "
-        "devices by ResourceClaimTemplate team/default-rdma; GKE's DRANET driver",
+        "the interfaces annotation maps eth1->gpu-nic-0, a Device-type Network, and the pod "
+        "claims mrdma.google.com devices by ResourceClaimTemplate team/default-rdma; GKE's "
+        "DRANET driver",
+    ),
+    "bound-and-an-l3-gvnic": Case(
+        dra_runtime(by_template(), annotations=wired([("eth1", "gvnic-1")])),
+        (claim_template(), GVNIC_L3),
+        (),
+    ),
+    "bound-and-an-l2-network": Case(
+        dra_runtime(by_template(), annotations=wired([("eth1", "vlan-10")])),
+        (claim_template(), network("vlan-10", network_type="L2")),
+        (),
+    ),
+    "bound-a-device-network-after-an-l3-gvnic": Case(
+        dra_runtime(by_template(), annotations=wired([("eth1", "gvnic-1"), ("eth2", "rdma-0")])),
+        (claim_template(), GVNIC_L3, network("rdma-0")),
+        ("WiringModeConflict",),
+        "maps eth2->rdma-0, a Device-type Network, too",
+        "spec.template.spec.replicatedJobs[0].template.spec.template.metadata.annotations"
+        f"[{INTERFACES}][2]",
+    ),
+    "bound-and-a-network-that-does-not-exist": Case(
+        dra_runtime(by_template(), annotations=wired([("eth1", "absent")])),
+        (claim_template(),),
+        ("NetworkNotFound",),
+    ),
+    "unbound-an-l3-gvnic-and-claiming-rdma": Case(
+        runtime(
+            "r",
+            kind=TR,
+            jobs=[claimed_job(by_template(), annotations=wired([("eth1", "gvnic-1")]))],
+        ),
+        (claim_template(), GVNIC_L3),
+        (),
+    ),
+    "unbound-a-missing-network-and-claiming-rdma": Case(
+        runtime(
+            "r", kind=TR, jobs=[claimed_job(by_template(), annotations=wired([("eth1", "x")]))]
+        ),
+        (claim_template(),),
+        ("NetworkNotFound",),
     ),
     "unbound-annotated-and-claiming-imex": Case(
         runtime("r", kind=TR, jobs=[claimed_job(by_template("imex"), annotations=wired())]),

@@ -24,7 +24,7 @@ from tests.builders import (
 )
 
 WARN = Policy(enforcement=Enforcement.WARN)
-BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth1"))
+BAD = runtime("plain", annotations=wired([("eth1", "absent")], default="eth7"))
 GOOD = runtime("plain", annotations=wired())
 DRIFTED = runtime(annotations=wired([*PAIRS[:2], PAIRS[3], PAIRS[2], *PAIRS[4:]]))
 ONE = Violation(code=Code.NETWORK_NOT_FOUND, field="f", message="m")

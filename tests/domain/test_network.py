@@ -11,7 +11,7 @@ from tests.builders import condition, network
 
 def test_a_ready_bound_network_is_usable() -> None:
     found = network_from_object(network("gpu-nic-0"))
-    assert found == Network("gpu-nic-0", param_set="gpu-nic-0")
+    assert found == Network("gpu-nic-0", param_set="gpu-nic-0", device=True)
     assert found.usable
 
 
@@ -92,7 +92,7 @@ def test_an_earlier_failing_duplicate_is_overridden_by_a_later_true_one() -> Non
         condition("ParamsReady"),
     ]
     found = network_from_object(network("n", conditions=conditions))
-    assert found == Network("n", param_set="n")
+    assert found == Network("n", param_set="n", device=True)
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ def test_a_trainjob_inherits_a_correct_runtime_wiring() -> None:
 
 
 def test_violations_of_inherited_wiring_point_at_the_runtime_ref() -> None:
-    view = snapshot(runtime("plain", annotations=wired([("eth1", "absent")], default="eth1")))
+    view = snapshot(runtime("plain", annotations=wired([("eth1", "absent")], default="eth7")))
     verdict = _assess(trainjob("plain"), view)
     assert codes(verdict) == ("DefaultInterfaceInvalid", "NetworkNotFound")
     assert [v.field for v in verdict.violations] == ["spec.runtimeRef", "spec.runtimeRef"]

@@ -198,7 +198,7 @@ def test_only_templates_carrying_the_interfaces_key_are_judged(
             id="pod-misplaced",
         ),
         pytest.param(
-            pod(wired(default="eth1"), owners=[JOB_OF]),
+            pod(wired(default="eth9"), owners=[JOB_OF]),
             None,
             [
                 (

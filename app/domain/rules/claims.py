@@ -1,7 +1,7 @@
 """NICs by DRA claim (docs/dra.md): a template bound to a DRA profile claims all its node's RDMA
 NICs through a ResourceClaimTemplate of the namespace its pods run in (RdmaClaimMissing,
 RdmaClaimMismatch, ResourceClaimTemplateNotFound), and no template both claims them and maps
-secondary interfaces to Networks (WiringModeConflict), bound or not.
+an interface to a Device-type Network (WiringModeConflict), bound or not.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from app.domain.claims import (
     PodClaim,
     PodClaims,
 )
-from app.domain.cluster import ClaimTemplates, ClusterView, Unverifiable
+from app.domain.cluster import ClaimTemplates, ClusterView, Networks, Unverifiable
 from app.domain.policy import Policy
 from app.domain.profiles import Profile
 from app.domain.rules import cannot_decide
@@ -181,41 +181,63 @@ def _names(entries: list[PodClaim] | tuple[PodClaim, ...]) -> str:
 
 
 def bound_conflict(
-    wiring: Wiring, secondaries: tuple[InterfaceRef, ...], profile: Profile
+    wiring: Wiring, entries: tuple[InterfaceRef, ...], networks: Networks, profile: Profile
 ) -> Violation | None:
-    """A template bound to a DRA profile maps secondary interfaces to Networks."""
-    if not secondaries:
+    """A template bound to a DRA profile maps an interface to a Device-type Network."""
+    found = _device_entry(entries, networks)
+    if found is None:
         return None
+    position, entry = found
     return Violation(
         code=Code.WIRING_MODE_CONFLICT,
-        field=wiring.entry_path(1),
+        field=wiring.entry_path(position),
         message=f"bound to profile {profile.name}, whose NICs are claimed by DRA, but the "
-        f"interfaces annotation maps {secondaries[0].pair()} too; {_CONFLICT}",
+        f"interfaces annotation maps {entry.pair()}, a Device-type Network, too; {_CONFLICT}",
     )
 
 
 def claimed_conflict(
     wiring: Wiring,
-    secondaries: tuple[InterfaceRef, ...],
+    entries: tuple[InterfaceRef, ...],
+    networks: Networks,
     claims: PodClaims,
     namespace: str | None,
     templates: Callable[[], ClaimTemplates | None],
 ) -> Violation | None:
-    """An unbound template that maps secondary interfaces to Networks and claims RDMA NICs by a
-    ResourceClaimTemplate of the namespace its pods run in."""
+    """An unbound template that maps an interface to a Device-type Network and claims RDMA NICs
+    by a ResourceClaimTemplate of the namespace its pods run in."""
     named = claims.templates
-    if not secondaries or not named or namespace is None:
+    if not named or namespace is None:
+        return None
+    found = _device_entry(entries, networks)
+    if found is None:
         return None
     state = templates()
     if state is None:
         return None
-    for entry in named:
-        template = state.get(namespace, entry.template or "")
+    position, entry = found
+    for claim in named:
+        template = state.get(namespace, claim.template or "")
         if template is not None and template.requesting(RDMA_CLASS):
             return Violation(
                 code=Code.WIRING_MODE_CONFLICT,
-                field=wiring.entry_path(1),
-                message=f"the interfaces annotation maps {secondaries[0].pair()}, and the pod "
-                f"claims {RDMA_CLASS} devices by {shown(template.describe())}; {_CONFLICT}",
+                field=wiring.entry_path(position),
+                message=f"the interfaces annotation maps {entry.pair()}, a Device-type Network, "
+                f"and the pod claims {RDMA_CLASS} devices by {shown(template.describe())}; "
+                f"{_CONFLICT}",
             )
+    return None
+
+
+def _device_entry(
+    entries: tuple[InterfaceRef, ...], networks: Networks
+) -> tuple[int, InterfaceRef] | None:
+    """The first entry naming a Network of ``spec.type: Device``, with its position. An L3 or
+    L2 Network (the second gVNIC) shares no NIC with the driver; a Network that does not exist
+    is NetworkNotFound's."""
+    by_name = networks.by_name
+    for position, entry in enumerate(entries):
+        network = None if entry.network is None else by_name.get(entry.network)
+        if network is not None and network.device:
+            return position, entry
     return None

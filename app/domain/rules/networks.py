@@ -6,30 +6,27 @@ AICR gkenet ``VerifyNetworksExist``: a set comparison on names, never positional
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, Networks, Unverifiable
 from app.domain.network import NETWORK_GROUP, NETWORK_VERSION
 from app.domain.policy import NotReady, Policy
 from app.domain.profiles import Profile
-from app.domain.rules import cannot_decide
-from app.domain.rules.structure import RESERVED_NETWORKS
+from app.domain.rules import LISTED_MAX, cannot_decide, counted
+from app.domain.rules.structure import is_secondary_network
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
-
-LISTED_MAX: Final = 12
-
 
 Target = tuple[int, InterfaceRef, str]
 
 
-def network_targets(secondaries: tuple[InterfaceRef, ...]) -> list[Target]:
-    """Entries to look up as Networks, with position and network name; reserved ones excluded."""
+def network_targets(entries: tuple[InterfaceRef, ...]) -> list[Target]:
+    """Entries to look up as Networks, with position and network name: every secondary one
+    (the pod network is no Network object)."""
     return [
-        (position, entry, entry.network)
-        for position, entry in enumerate(secondaries, start=1)
-        if entry.network is not None and entry.network not in RESERVED_NETWORKS
+        (position, entry, entry.network or "")
+        for position, entry in enumerate(entries)
+        if is_secondary_network(entry)
     ]
 
 
@@ -78,7 +75,7 @@ def unusable_networks(
 
 
 def device_mode_mismatch(
-    wiring: Wiring, secondaries: tuple[InterfaceRef, ...], networks: Networks, profile: Profile
+    wiring: Wiring, entries: tuple[InterfaceRef, ...], networks: Networks, profile: Profile
 ) -> Violation | None:
     """DeviceModeMismatch: a Network whose GKENetworkParamSet is not in the mode ``profile``
     needs for it. Nothing when the view does not describe param sets, nor for a param set that
@@ -87,16 +84,15 @@ def device_mode_mismatch(
     if sets is None:
         return None
     met = networks.modes_met(profile.name, profile.required_mode)
-    if all(entry.network in met for entry in secondaries if entry.network is not None):
-        return None  # the common case: one set lookup per entry
+    if _all_in(entries, met):
+        return None  # the common case: a set lookup or two per entry
     # A mode is wrong, or an entry names a Network the cluster lacks (NotFound says so).
     by_name, required_mode = networks.by_name, profile.required_mode
     wrong = []
-    for position, entry in enumerate(secondaries, start=1):
-        name = entry.network
-        network = None if name is None else by_name.get(name)
+    for position, entry, name in network_targets(entries):
+        network = by_name.get(name)
         found = None if network is None else sets.get(network.param_set)
-        if found is None or name is None:  # missing: NetworkNotReady/NotFound say so
+        if found is None:  # missing: NetworkNotReady/NotFound say so
             continue
         required = required_mode(name)
         if required is None or found.device_mode == required:
@@ -118,16 +114,13 @@ def device_mode_mismatch(
     )
 
 
+def _all_in(entries: tuple[InterfaceRef, ...], names: frozenset[str]) -> bool:
+    """Every entry that names a Network object names one of ``names``."""
+    return all(entry.network in names for entry in entries if is_secondary_network(entry))
+
+
 def _listing(names: Sequence[str]) -> str:
     return counted([shown(name) for name in names[:LISTED_MAX]], total=len(names))
-
-
-def counted(items: Sequence[str], separator: str = ", ", *, total: int | None = None) -> str:
-    """The first few of ``items`` (already shown), counting the rest: a message stays short
-    whatever the object lists."""
-    listed = separator.join(items[:LISTED_MAX])
-    extra = (len(items) if total is None else total) - LISTED_MAX
-    return f"{listed} and {extra} more" if extra > 0 else listed
 
 
 def network_view(
@@ -150,16 +143,15 @@ def network_view(
 
 def network_findings(
     wiring: Wiring,
-    secondaries: tuple[InterfaceRef, ...],
+    entries: tuple[InterfaceRef, ...],
     networks: Networks,
     policy: Policy,
     out: VerdictBuilder,
 ) -> None:
     """NetworkNotFound and NetworkNotReady (denied, or a warning under ``not-ready=warn``)."""
-    usable = networks.usable_set
-    if all(entry.network in usable for entry in secondaries if entry.network is not None):
-        return  # the common case: every Network exists and is usable, one set lookup each
-    targets = network_targets(secondaries)
+    if _all_in(entries, networks.usable_set):
+        return  # the common case: every Network exists and is usable, a set lookup or two each
+    targets = network_targets(entries)
     missing = missing_networks(wiring, targets, networks)
     if missing is not None:
         out.deny(missing)

@@ -11,8 +11,8 @@ from app.domain.annotation import InterfaceRef
 from app.domain.cluster import Unverifiable
 from app.domain.policy import Placement, Policy
 from app.domain.recipe import Recipe, RecipeMissing
-from app.domain.rules import cannot_decide
-from app.domain.rules.networks import LISTED_MAX, counted
+from app.domain.rules import LISTED_MAX, cannot_decide, counted
+from app.domain.rules.structure import is_secondary_network
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
@@ -51,7 +51,7 @@ def placed_networks(
 
 
 Placeable = tuple[Wiring, tuple[InterfaceRef, ...], VerdictBuilder]
-"""An unbound template's wiring, its secondaries, and the builder its findings go to."""
+"""An unbound template's wiring, its entries, and the builder its findings go to."""
 
 
 def place(
@@ -69,18 +69,18 @@ def place(
     if placing is None:
         return
     if isinstance(placing, Unverifiable):
-        named = [w for w, secondaries, _ in placeable if any(e.network for e in secondaries)]
+        named = [w for w, entries, _ in placeable if any(map(is_secondary_network, entries))]
         if named and not said:
             reason = f"the recipe ConfigMap cannot be read: {placing.reason}"
             cannot_decide(out, policy, named[0].interfaces_path(), reason)
         return
-    for wiring, secondaries, scoped in placeable:
-        judge_placement(wiring, secondaries, placing, policy, scoped)
+    for wiring, entries, scoped in placeable:
+        judge_placement(wiring, entries, placing, policy, scoped)
 
 
 def judge_placement(
     wiring: Wiring,
-    secondaries: tuple[InterfaceRef, ...],
+    entries: tuple[InterfaceRef, ...],
     placing: Placing,
     policy: Policy,
     out: VerdictBuilder,
@@ -91,7 +91,7 @@ def judge_placement(
     # (entry, its Network, the interface the recipe gives that Network)
     misplaced = [
         (entry, entry.network, where[entry.network])
-        for entry in secondaries
+        for entry in entries
         if entry.network is not None
         and entry.network in where
         and where[entry.network] != entry.interface_name

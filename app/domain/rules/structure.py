@@ -1,6 +1,7 @@
-"""Structural rules of a wired pod template: shape, names, duplicates (docs/rules.md).
+"""Structural rules of a wired pod template: shape, names, duplicates (docs/rules.md). Bound
+templates are held to AICR's conventions, unbound ones to what GKE enforces.
 
-These need no cluster state; they also yield the secondary entries for the other rules.
+These need no cluster state; they also yield the entries for the other rules.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from app.domain.annotation import (
     InterfaceRef,
     parse_interfaces,
 )
+from app.domain.rules import counted
 from app.domain.verdict import Code, Violation, shown
 from app.domain.wiring import Wiring
 
 # GKE's two names of the pod network: "pod-network" is the older one (gke-networking-api
-# IsDefaultNetwork). Either may back eth0; neither may back a secondary interface.
+# IsDefaultNetwork). Either may back eth0; on a bound template neither may back another one.
 RESERVED_NETWORKS: Final = frozenset({PRIMARY_NETWORK, "pod-network"})
 # Linux dev_valid_name(): shorter than IFNAMSIZ (16) bytes, not "." or "..", no "/", ":" or space.
 # Control characters (C0, DEL, C1) the kernel accepts, but no NIC is named with them and a
@@ -36,26 +38,40 @@ _INTERFACE_NAME_FORBIDDEN: Final = re.compile(r"[/:\s\x00-\x1f\x7f-\x9f]")
 
 @dataclass(frozen=True, slots=True)
 class Structure:
-    """Structural violations, and the secondary entries when the annotation could be read.
+    """Structural violations, and the annotation's entries when later rules may judge them
+    (an entry's position in the list is its index; ``eth0`` is entry 0 on a bound template).
 
-    ``secondaries`` is None when the annotation is malformed or its primary entry is wrong:
-    both stop further checks of the annotation.
+    ``entries`` is None when the annotation is malformed or, on a bound template, its primary
+    entry is wrong: both stop further checks of the annotation.
     """
 
     violations: tuple[Violation, ...]
-    secondaries: tuple[InterfaceRef, ...] | None
+    entries: tuple[InterfaceRef, ...] | None
 
 
-def structure_of(wiring: Wiring) -> Structure:
-    """Apply every structural rule to a wired template; never raises.
+def on_pod_network(entry: InterfaceRef) -> bool:
+    """Whether ``entry`` names GKE's pod network (``default`` or ``pod-network``), which is no
+    Network object to look up: every other entry is a secondary one."""
+    return entry.network in RESERVED_NETWORKS
+
+
+def is_secondary_network(entry: InterfaceRef) -> bool:
+    """Whether ``entry`` names a Network object: a network, and not the pod network."""
+    return entry.network is not None and entry.network not in RESERVED_NETWORKS
+
+
+def structure_of(wiring: Wiring, *, bound: bool) -> Structure:
+    """Apply every structural rule to a wired template; never raises. A ``bound`` template (to
+    the recipe or a profile) is held to AICR's conventions, any other to what GKE enforces
+    (docs/rules.md says which rule is which).
 
     The result depends on the wiring alone and is immutable, so string-valued wirings of
     ordinary size are memoised: a runtime's wiring comes back with every TrainJob on it, and
     runtimes stamped from one template carry the same one (the audit judges each of them).
     """
     if _memoisable(wiring):
-        return _structure_memo(wiring)
-    return _structure(wiring)
+        return _structure_memo(wiring, bound=bound)
+    return _structure(wiring, bound=bound)
 
 
 def _memoisable(wiring: Wiring) -> bool:
@@ -66,8 +82,8 @@ def _memoisable(wiring: Wiring) -> bool:
     )
 
 
-def _structure(wiring: Wiring) -> Structure:
-    violations = list(_default_interface(wiring))
+def _structure(wiring: Wiring, *, bound: bool) -> Structure:
+    violations = list(_aicr_default_interface(wiring) if bound else _gke_default_type(wiring))
     assert wiring.interfaces is not None  # noqa: S101 - callers pass wired templates only
     raw = wiring.interfaces.value
     field = str(wiring.interfaces.path)
@@ -87,19 +103,26 @@ def _structure(wiring: Wiring) -> Structure:
             field,
             f"{INTERFACES_ANNOTATION} {error}",
         )
-    primary = entries[0]
-    if primary.interface_name != PRIMARY_INTERFACE or primary.network not in RESERVED_NETWORKS:
-        return _stop(
-            violations,
-            Code.PRIMARY_INTERFACE_INVALID,
-            wiring.entry_path(0),
-            f"{INTERFACES_ANNOTATION} must start with eth0->default (the pod network), "
-            f"found {primary.pair()} first",
-        )
-    violations.extend(_entry_rules(wiring, entries))
+    if bound:
+        primary = entries[0]
+        if primary.interface_name != PRIMARY_INTERFACE or not on_pod_network(primary):
+            return _stop(
+                violations,
+                Code.PRIMARY_INTERFACE_INVALID,
+                wiring.entry_path(0),
+                f"{INTERFACES_ANNOTATION} must start with eth0->default (the pod network), "
+                f"found {primary.pair()} first",
+            )
+        violations.extend(_entry_rules(wiring, entries))
+        networked = entries[1:]
+    else:
+        violations.extend(_gke_default_interface(wiring, entries))
+        violations.extend(_invalid_names(wiring, entries))
+        # GKE reads an entry on the pod network as the pod network, wherever it stands.
+        networked = tuple(entry for entry in entries if not on_pod_network(entry))
     violations.extend(_duplicated_interfaces(wiring, entries))
-    violations.extend(_duplicated_networks(wiring, entries))
-    return Structure(violations=tuple(violations), secondaries=entries[1:])
+    violations.extend(_duplicated_networks(wiring, entries, networked))
+    return Structure(violations=tuple(violations), entries=entries)
 
 
 _structure_memo: Final = lru_cache(maxsize=256)(_structure)
@@ -107,10 +130,11 @@ _structure_memo: Final = lru_cache(maxsize=256)(_structure)
 
 def _stop(violations: list[Violation], code: Code, field: str, message: str) -> Structure:
     violations.append(Violation(code=code, field=field, message=message))
-    return Structure(violations=tuple(violations), secondaries=None)
+    return Structure(violations=tuple(violations), entries=None)
 
 
-def _default_interface(wiring: Wiring) -> Iterator[Violation]:
+def _aicr_default_interface(wiring: Wiring) -> Iterator[Violation]:
+    """AICR's runtime convention, for bound templates: the key set to ``eth0``."""
     value = None if wiring.default_interface is None else wiring.default_interface.value
     if value == PRIMARY_INTERFACE:
         return
@@ -128,6 +152,38 @@ def _default_interface(wiring: Wiring) -> Iterator[Violation]:
     )
 
 
+def _gke_default_type(wiring: Wiring) -> Iterator[Violation]:
+    """An unbound template's key that is not a string: a Pod's annotations are strings, so no
+    Pod can carry it (and a runtime holding one fails Trainer's decoding of its pod template)."""
+    value = None if wiring.default_interface is None else wiring.default_interface.value
+    if value is None or isinstance(value, str):
+        return
+    yield Violation(
+        code=Code.DEFAULT_INTERFACE_INVALID,
+        field=wiring.default_interface_path(),
+        message=f"{DEFAULT_INTERFACE_ANNOTATION} is not a string; GKE reads it as the name of "
+        f"the interface that carries the pod's default route",
+    )
+
+
+def _gke_default_interface(
+    wiring: Wiring, entries: tuple[InterfaceRef, ...]
+) -> Iterator[Violation]:
+    """An unbound template's key, when set, names an interface of the list: GKE routes the pod's
+    default traffic through it (missing, it is GKE's default, eth0)."""
+    value = None if wiring.default_interface is None else wiring.default_interface.value
+    if not isinstance(value, str) or any(e.interface_name == value for e in entries):
+        return
+    listed = counted([shown(entry.interface_name) for entry in entries])
+    yield Violation(
+        code=Code.DEFAULT_INTERFACE_INVALID,
+        field=wiring.default_interface_path(),
+        message=f'{DEFAULT_INTERFACE_ANNOTATION} is "{shown(value)}", which names no interface '
+        f"of {INTERFACES_ANNOTATION} (it lists {listed}); the pod's default route needs "
+        "one of them",
+    )
+
+
 def valid_interface_name(name: str) -> bool:
     """Whether Linux accepts ``name`` for a network interface (GKE RDMA names such as gpu0rdma0)."""
     # On every entry of every request: ASCII letters and digits (eth1, gpu0rdma0) need no
@@ -142,22 +198,35 @@ def valid_interface_name(name: str) -> bool:
 
 
 def _entry_rules(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[Violation]:
+    """A bound template's secondary entries (all after eth0): a valid name, and not the pod
+    network (AICR's convention: the pod network is eth0's)."""
     for position, entry in enumerate(entries[1:], start=1):
         if not valid_interface_name(entry.interface_name):
-            yield Violation(
-                code=Code.INTERFACE_NAME_INVALID,
-                field=wiring.entry_path(position, "interfaceName"),
-                message=f'entry {position} names interface "{shown(entry.interface_name)}", '
-                "which is not a valid Linux interface name (1-15 bytes, no whitespace, "
-                'control character, "/" or ":", not "." or "..")',
-            )
-        if entry.network in RESERVED_NETWORKS:
+            yield _invalid_name(wiring, position, entry)
+        if on_pod_network(entry):
             yield Violation(
                 code=Code.NETWORK_RESERVED,
                 field=wiring.entry_path(position, "network"),
                 message=f'{entry.pair()} uses the reserved network "{entry.network}"; '
                 "it belongs to eth0, a secondary interface needs a GPU-NIC Network",
             )
+
+
+def _invalid_names(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[Violation]:
+    """Every entry whose name Linux refuses for an interface."""
+    for position, entry in enumerate(entries):
+        if not valid_interface_name(entry.interface_name):
+            yield _invalid_name(wiring, position, entry)
+
+
+def _invalid_name(wiring: Wiring, position: int, entry: InterfaceRef) -> Violation:
+    return Violation(
+        code=Code.INTERFACE_NAME_INVALID,
+        field=wiring.entry_path(position, "interfaceName"),
+        message=f'entry {position} names interface "{shown(entry.interface_name)}", '
+        "which is not a valid Linux interface name (1-15 bytes, no whitespace, "
+        'control character, "/" or ":", not "." or "..")',
+    )
 
 
 def _duplicated_interfaces(
@@ -175,18 +244,25 @@ def _duplicated_interfaces(
             )
 
 
-def _duplicated_networks(wiring: Wiring, entries: tuple[InterfaceRef, ...]) -> Iterator[Violation]:
-    first_seen: dict[str, int] = {}
-    for position, entry in enumerate(entries[1:], start=1):
+def _duplicated_networks(
+    wiring: Wiring, entries: tuple[InterfaceRef, ...], networked: tuple[InterfaceRef, ...]
+) -> Iterator[Violation]:
+    """A Network named by two of the ``networked`` entries (a subsequence of ``entries``)."""
+    first_seen: dict[str, InterfaceRef] = {}
+    for entry in networked:
         if entry.network is None:
             continue
-        first_position = first_seen.setdefault(entry.network, position)
-        if first_position != position:
-            first = entries[first_position]
+        first = first_seen.setdefault(entry.network, entry)
+        if first is not entry:
             yield Violation(
                 code=Code.NETWORK_DUPLICATED,
-                field=wiring.entry_path(position, "network"),
+                field=wiring.entry_path(_position(entries, entry), "network"),
                 message=f"network {shown(entry.network)} is mapped to both "
                 f"{shown(first.interface_name)} and {shown(entry.interface_name)}; "
                 "each GPU NIC needs its own Network",
             )
+
+
+def _position(entries: tuple[InterfaceRef, ...], entry: InterfaceRef) -> int:
+    # By identity: equal entries (a repeated pair) sit at different positions.
+    return next(position for position, found in enumerate(entries) if found is entry)

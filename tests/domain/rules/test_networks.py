@@ -23,6 +23,7 @@ from tests.builders import (
     INTERFACES,
     INTERFACES_PATH,
     PAIRS,
+    RECIPE_BOUND,
     codes,
     condition,
     messages,
@@ -52,13 +53,13 @@ def test_entries_naming_existing_usable_networks_pass() -> None:
 
 
 def test_reserved_and_network_interface_entries_are_not_looked_up() -> None:
-    secondaries = (
-        InterfaceRef("eth1", "default"),
+    entries = (
+        InterfaceRef("eth0", "default"),
         InterfaceRef("eth2", "pod-network"),
         InterfaceRef("eth3", interface="nic"),
         InterfaceRef("eth4", "gpu-nic-0"),
     )
-    assert network_targets(secondaries) == [(4, secondaries[3], "gpu-nic-0")]
+    assert network_targets(entries) == [(3, entries[3], "gpu-nic-0")]
 
 
 def test_one_not_found_violation_lists_every_missing_network_and_the_cluster_names() -> None:
@@ -197,9 +198,22 @@ def test_network_interface_entries_are_warned_about_and_not_looked_up() -> None:
     assert verdict.warnings == ("eth1->interface:n (entry 1) uses a NetworkInterface; not checked",)
 
 
-def test_reserved_networks_are_not_looked_up() -> None:
-    verdict = _assess(wired([("eth1", "pod-network")]), snapshot(networks=()))
-    assert codes(verdict) == ("NetworkReserved",)
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param(
+            {RECIPE_BOUND: "true"}, ("NetworkReserved", "MappingDivergesFromRecipe"), id="bound"
+        ),
+        pytest.param(None, (), id="unbound"),
+    ],
+)
+def test_pod_network_entries_are_not_looked_up(
+    labels: dict[str, str] | None, expected: tuple[str, ...]
+) -> None:
+    obj = runtime("plain", annotations=wired([("eth1", "pod-network")]), labels=labels)
+    view = snapshot(networks=())
+    verdict = evaluate_object(Kind.CLUSTER_TRAINING_RUNTIME, obj, "", view, Policy()).verdict
+    assert codes(verdict) == expected
 
 
 @pytest.mark.parametrize(
@@ -231,9 +245,7 @@ def test_unlistable_networks_are_cluster_state_unavailable_per_policy(
             id="malformed stops before the network view",
         ),
         pytest.param(
-            wired([("eth1", "pod-network")]),
-            ("NetworkReserved", "ClusterStateUnavailable"),
-            id="reserved-only",
+            wired([("eth1", "pod-network")]), ("ClusterStateUnavailable",), id="pod-network-only"
         ),
         pytest.param(_interface_only(), ("ClusterStateUnavailable",), id="network-interfaces-only"),
         pytest.param(wired([]), ("ClusterStateUnavailable",), id="primary-only"),

@@ -26,20 +26,23 @@ from tests.builders import (
 DEFAULT_PATH = f"{ANNOTATIONS_PATH}[{DEFAULT_INTERFACE}]"
 
 
-def _check(annotations: dict[str, object]) -> Structure:
+def _check(annotations: dict[str, object], *, bound: bool = True) -> Structure:
     template = job_template(runtime(annotations=annotations), NODE_JOB)
     assert isinstance(template, PodTemplate)
-    return structure_of(template_wiring(template))
+    return structure_of(template_wiring(template), bound=bound)
 
 
 def _codes(structure: Structure) -> tuple[str, ...]:
     return tuple(v.code.value for v in structure.violations)
 
 
-def test_a_correct_wiring_has_no_violations_and_yields_its_secondaries() -> None:
-    structure = _check(wired())
+@pytest.mark.parametrize("bound", [True, False])
+def test_a_correct_wiring_has_no_violations_and_yields_its_entries(bound: bool) -> None:
+    structure = _check(wired(), bound=bound)
     assert structure.violations == ()
-    assert structure.secondaries == tuple(InterfaceRef(n, net) for n, net in PAIRS)
+    assert structure.entries == tuple(
+        InterfaceRef(n, net) for n, net in [("eth0", "default"), *PAIRS]
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,7 +64,7 @@ def test_the_default_interface_must_be_eth0(value: object, fragment: str) -> Non
     assert structure.violations[0].field == DEFAULT_PATH
     assert fragment in structure.violations[0].message
     assert 'need it set to "eth0"' in structure.violations[0].message
-    assert structure.secondaries is not None
+    assert structure.entries is not None
 
 
 @pytest.mark.parametrize(
@@ -82,7 +85,7 @@ def test_a_malformed_annotation_is_reported_once_and_stops_further_checks(
     assert _codes(structure) == ("InterfacesAnnotationMalformed",)
     assert structure.violations[0].field == INTERFACES_PATH
     assert fragment in structure.violations[0].message
-    assert structure.secondaries is None
+    assert structure.entries is None
 
 
 def test_a_malformed_annotation_is_reported_with_a_wrong_default_interface() -> None:
@@ -107,7 +110,7 @@ def test_the_first_entry_must_be_exactly_eth0_default(
     assert _codes(structure) == ("PrimaryInterfaceInvalid",)
     assert structure.violations[0].field == f"{INTERFACES_PATH}[0]"
     assert f"found {shown_pair} first" in structure.violations[0].message
-    assert structure.secondaries is None
+    assert structure.entries is None
 
 
 @pytest.mark.parametrize("network", ["default", "pod-network"])
@@ -116,8 +119,8 @@ def test_eth0_on_either_name_of_the_pod_network_is_the_primary(network: str) -> 
     value = json.dumps(entries([("eth0", network), ("eth1", "gpu-nic-0")]))
     structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
     assert _codes(structure) == ()
-    assert structure.secondaries is not None
-    assert [e.pair() for e in structure.secondaries] == ["eth1->gpu-nic-0"]
+    assert structure.entries is not None
+    assert [e.pair() for e in structure.entries] == [f"eth0->{network}", "eth1->gpu-nic-0"]
 
 
 def test_a_network_interface_reference_as_first_entry_is_not_the_primary() -> None:
@@ -214,7 +217,8 @@ def test_network_interface_references_are_not_network_duplicates() -> None:
     )
     structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"})
     assert structure.violations == ()
-    assert structure.secondaries == (
+    assert structure.entries == (
+        InterfaceRef("eth0", network="default"),
         InterfaceRef("eth1", interface="nic"),
         InterfaceRef("eth2", interface="nic"),
     )
@@ -261,10 +265,127 @@ def _wiring(interfaces: object, path: str = INTERFACES_PATH) -> Wiring:
     ],
 )
 def test_a_wiring_judged_again_gets_the_same_structure_wherever_it_sits(interfaces: object) -> None:
-    first, again = structure_of(_wiring(interfaces)), structure_of(_wiring(interfaces))
-    assert first == again
+    first = structure_of(_wiring(interfaces), bound=True)
+    assert first == structure_of(_wiring(interfaces), bound=True)
     # The same value at another place: its violations name that place, not the first one's.
-    elsewhere = structure_of(_wiring(interfaces, path="spec.runtimeRef"))
+    elsewhere = structure_of(_wiring(interfaces, path="spec.runtimeRef"), bound=True)
     assert [v.code for v in elsewhere.violations] == [v.code for v in first.violations]
-    assert elsewhere.secondaries == first.secondaries
+    assert elsewhere.entries == first.entries
     assert all(not v.field.startswith(INTERFACES_PATH) for v in elsewhere.violations)
+
+
+def test_a_bound_and_an_unbound_template_with_one_wiring_are_judged_apart() -> None:
+    # The memo keys on the binding too: GKE's rules never answer for AICR's, nor the reverse.
+    wiring = _wiring(json.dumps(entries([("eth1", "gpu-nic-0"), ("eth0", "default")])))
+    assert [v.code.value for v in structure_of(wiring, bound=True).violations] == [
+        "PrimaryInterfaceInvalid"
+    ]
+    assert structure_of(wiring, bound=False).violations == ()
+
+
+def _unbound(pairs: list[tuple[str, str]], default: object = None) -> Structure:
+    annotations: dict[str, object] = {INTERFACES: json.dumps(entries(pairs))}
+    if default is not None:
+        annotations[DEFAULT_INTERFACE] = default
+    return _check(annotations, bound=False)
+
+
+GATEWAY = [("eth0", "default"), ("eth1", "secondary-network")]
+
+
+@pytest.mark.parametrize(
+    ("pairs", "default", "codes"),
+    [
+        pytest.param(GATEWAY, None, (), id="no-default-key-is-gke-default-eth0"),
+        pytest.param(GATEWAY, "eth1", (), id="default-route-on-the-second-gvnic"),
+        pytest.param(GATEWAY, "eth0", (), id="eth0-named"),
+        pytest.param(GATEWAY, "eth2", ("DefaultInterfaceInvalid",), id="names-no-listed"),
+        pytest.param(GATEWAY, "", ("DefaultInterfaceInvalid",), id="empty"),
+        pytest.param(GATEWAY, 1, ("DefaultInterfaceInvalid",), id="not-a-string"),
+        pytest.param([("eth1", "gpu-nic-0"), ("eth0", "default")], "eth0", (), id="eth0-not-first"),
+        pytest.param([("eth1", "gpu-nic-0")], None, (), id="no-eth0-entry"),
+        pytest.param(
+            [("eth0", "gpu-nic-0"), ("eth1", "default")], None, (), id="eth0-on-a-network"
+        ),
+        pytest.param(
+            [("eth0", "default"), ("eth1", "pod-network")], None, (), id="pod-network-twice"
+        ),
+        pytest.param(
+            [("eth0", "default"), ("eth:1", "a")], None, ("InterfaceNameInvalid",), id="bad-name"
+        ),
+        pytest.param(
+            [("eth 0", "default"), ("eth1", "a")], None, ("InterfaceNameInvalid",), id="bad-first"
+        ),
+        pytest.param(
+            [("eth0", "default"), ("eth1", "a"), ("eth1", "b")],
+            None,
+            ("InterfaceDuplicated",),
+            id="interface-twice",
+        ),
+        pytest.param(
+            [("eth1", "a"), ("eth0", "default"), ("eth2", "a")],
+            None,
+            ("NetworkDuplicated",),
+            id="network-twice",
+        ),
+    ],
+)
+def test_an_unbound_template_is_held_to_what_gke_enforces(
+    pairs: list[tuple[str, str]], default: object, codes: tuple[str, ...]
+) -> None:
+    structure = _unbound(pairs, default)
+    assert _codes(structure) == codes
+    assert structure.entries == tuple(InterfaceRef(n, net) for n, net in pairs)
+
+
+def test_an_unbound_default_interface_names_an_interface_of_the_list() -> None:
+    structure = _unbound(GATEWAY, "eth2")
+    violation = structure.violations[0]
+    assert violation.field == DEFAULT_PATH
+    assert violation.message == (
+        'networking.gke.io/default-interface is "eth2", which names no interface of '
+        "networking.gke.io/interfaces (it lists eth0, eth1); the pod's default route needs "
+        "one of them"
+    )
+
+
+def test_an_unbound_default_interface_lists_a_long_list_in_part() -> None:
+    pairs = [("eth0", "default"), *((f"eth{i}", f"n{i}") for i in range(1, 20))]
+    message = _unbound(pairs, "eth99").violations[0].message
+    assert "(it lists eth0, eth1," in message
+    assert "eth11 and 8 more)" in message
+
+
+def test_an_unbound_default_interface_that_is_not_a_string_says_so() -> None:
+    violation = _unbound(GATEWAY, ["eth1"]).violations[0]
+    assert violation.code.value == "DefaultInterfaceInvalid"
+    assert violation.message.startswith("networking.gke.io/default-interface is not a string")
+
+
+@pytest.mark.parametrize(
+    ("default", "codes"),
+    [
+        pytest.param("eth9", ("InterfacesAnnotationMalformed",), id="string-not-judged"),
+        pytest.param(
+            7, ("DefaultInterfaceInvalid", "InterfacesAnnotationMalformed"), id="non-string"
+        ),
+    ],
+)
+def test_a_malformed_unbound_list_leaves_nothing_to_name(
+    default: object, codes: tuple[str, ...]
+) -> None:
+    structure = _check({INTERFACES: "[{", DEFAULT_INTERFACE: default}, bound=False)
+    assert _codes(structure) == codes
+    assert structure.entries is None
+
+
+def test_an_unbound_duplicate_network_points_at_its_second_entry() -> None:
+    structure = _unbound([("eth1", "a"), ("eth0", "default"), ("eth2", "a")])
+    violation = structure.violations[0]
+    assert violation.field == f"{INTERFACES_PATH}[2].network"
+    assert "network a is mapped to both eth1 and eth2" in violation.message
+
+
+def test_an_unbound_bad_first_name_points_at_entry_zero() -> None:
+    violation = _unbound([("eth 0", "default")]).violations[0]
+    assert violation.field == f"{INTERFACES_PATH}[0].interfaceName"
