@@ -24,6 +24,7 @@ from app.domain.policy import Policy, Protect
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import cannot_decide
 from app.domain.rules.binding import recipe_candidate
+from app.domain.rules.structure import is_secondary_network
 from app.domain.template import interfaces_annotations
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 
@@ -215,7 +216,7 @@ def _diverging(
     diverging = [
         runtime_name(key)
         for key, obj in _bound(runtimes, policy)
-        if any(secondaries != mapping for secondaries in _secondaries(obj))
+        if any(entries[1:] != mapping for entries in _entries(obj))
     ]
     _blast(out, Code.MAPPING_DIVERGES_FROM_RECIPE, "would diverge from this recipe", diverging)
 
@@ -257,9 +258,10 @@ def _dependents_of(
         named = tuple(
             dict.fromkeys(
                 e.interface_name
-                for secondaries in _secondaries(obj)
-                for e in secondaries
-                if e.network == name
+                for entries in _entries(obj)
+                for e in entries
+                # Any entry but the pod network's: an unbound list need not start with eth0.
+                if e.network == name and is_secondary_network(e)
             )
         )
         if named:
@@ -281,15 +283,15 @@ def _recipe_and_runtimes(
     return recipe, runtimes
 
 
-def _secondaries(runtime: JsonMap) -> Iterable[tuple[InterfaceRef, ...]]:
-    """The secondary entries of each wired or annotated template whose annotation parses: an
-    evaluator's pods lose their interfaces with the Network as the trainer's do."""
+def _entries(runtime: JsonMap) -> Iterable[tuple[InterfaceRef, ...]]:
+    """The entries of each wired or annotated template whose annotation parses: an evaluator's
+    pods lose their interfaces with the Network as the trainer's do."""
     for carried in interfaces_annotations(runtime):
         value = carried[INTERFACES_ANNOTATION]
         if not isinstance(value, str):
             continue
         try:
-            yield parse_interfaces(value)[1:]
+            yield parse_interfaces(value)
         except AnnotationSyntaxError:
             continue
 

@@ -22,6 +22,7 @@ from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict
 from tests.builders import (
     GPU_NICS,
+    INTERFACES,
     PAIRS,
     RECIPE_BOUND,
     TCPXO_MANIFEST,
@@ -447,3 +448,28 @@ def test_a_create_with_an_owner_is_refused_and_protect_warn_allows_it() -> None:
 def test_owner_references_that_are_not_a_list_are_no_owners() -> None:
     review = replace(_write(plain_recipe()), obj={"metadata": {"ownerReferences": "x"}})
     assert evaluate(review, snapshot(), Policy()).allowed
+
+
+@pytest.mark.parametrize(
+    ("pairs", "dependents"),
+    [
+        pytest.param(
+            [("eth1", "only-gw"), ("eth0", "default")],
+            ["TrainingRuntime team/gw (eth1)"],
+            id="first-entry-of-an-unbound-list",
+        ),
+        pytest.param(
+            [("eth0", "default"), ("eth1", "default")], [], id="pod-network-is-no-network"
+        ),
+    ],
+)
+def test_every_entry_of_an_unbound_list_but_the_pod_networks_is_a_dependent(
+    pairs: list[tuple[str, str]], dependents: list[str]
+) -> None:
+    """An unbound list need not start with eth0 (GKE attaches each entry by its name)."""
+    annotations = {INTERFACES: json.dumps(entries(pairs))}
+    tr = runtime("gw", kind=Kind.TRAINING_RUNTIME, annotations=annotations)
+    name = pairs[0][1] if dependents else "default"
+    view = snapshot(tr, no_recipe=True, networks=[*GPU_NICS, "only-gw", "default"])
+    verdict = evaluate(_delete(Protected.NETWORK, name), view, Policy())
+    assert [m for v in verdict.violations for _, m in v.causes] == dependents
