@@ -42,6 +42,8 @@ RDMA: Final = "mrdma.google.com"
 NETDEV: Final = "netdev.google.com"
 PROFILE: Final = "a4-dranet"
 NETWORK: Final = "rdma-annotated"
+GVNIC: Final = "gvnic-l3"
+"""The second gVNIC as an L3 Network, which a pod may attach beside its RDMA claim."""
 AUDIT_TIMEOUT: Final = 15.0
 TEMPLATE_DOOR: Final = "claimtemplates.nicguard.dev"
 
@@ -125,6 +127,7 @@ def dra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str, 
         applied = stack.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects))
         checked(applied, "creating the DeviceClasses and ResourceClaimTemplates")
         ready_network(stack, NETWORK, mode="RDMA")
+        ready_network(stack, GVNIC, mode=None, network_type="L3")
         yield stack, everything, single
 
 
@@ -182,6 +185,54 @@ def test_annotation_and_dra_wiring_together_are_a_wiring_mode_conflict(
         subject(obj),
         "WiringModeConflict",
         "must not manage the same NICs",
+    )
+
+
+def dra_pod(namespace: str, network: str) -> Obj:
+    """A Pod of a ReplicaSet that claims every RDMA NIC by ``default-rdma`` and attaches
+    ``network`` at eth1 by the annotation (unbound: the Pod door has no binding)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": unique("dranet-pod"),
+            "namespace": namespace,
+            "annotations": {"networking.gke.io/interfaces": interfaces([("eth1", network)])},
+        },
+        "spec": {
+            "resourceClaims": [{"name": "rdma", "resourceClaimTemplateName": "default-rdma"}],
+            "containers": [
+                {
+                    "name": "node",
+                    "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+                    "resources": {"claims": [{"name": "rdma"}]},
+                }
+            ],
+        },
+    }
+
+
+def test_a_dra_pod_with_an_l3_gvnic_is_admitted(dra: tuple[Stack, str, str]) -> None:
+    """Google's DRANET guide lets a pod attach the second gVNIC beside its claim: the driver
+    does not manage a gVNIC with secondary ranges (SPEC §16)."""
+    stack, everything, _ = dra
+    obj = dra_pod(everything, GVNIC)
+    stack.judged(obj, "", who="admin")
+    expect.allowed(stack.apply(obj, who="admin"), f"pod/{obj['metadata']['name']} created")
+
+
+def test_a_dra_pod_with_a_device_network_is_a_wiring_mode_conflict(
+    dra: tuple[Stack, str, str],
+) -> None:
+    stack, everything, _ = dra
+    obj = dra_pod(everything, NETWORK)
+    name = obj["metadata"]["name"]
+    expect.denied(
+        stack.judged(obj, "[WiringModeConflict]", who="admin"),
+        f"Pod/{everything}/{name}",
+        "WiringModeConflict",
+        f"eth1->{NETWORK}, a Device-type Network, and the pod claims mrdma.google.com devices",
+        webhook="pods.nicguard.dev",
     )
 
 

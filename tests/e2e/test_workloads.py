@@ -321,6 +321,48 @@ def test_the_wiring_removed_from_a_suspended_jobset_or_job_is_refused(
     )
 
 
+def gateway(name: str, namespace: str, default: str | None) -> Obj:
+    """A Pod of a gateway Deployment's ReplicaSet on Google's "multiple host NICs" pattern
+    (tests/fixtures/upstream/gke-docs/compute-gpu-multi-host-nic-pod.yaml): eth0 on the pod
+    network, a second interface, the default route where ``default`` says (None: no key)."""
+    obj = pod(
+        name, namespace, [("eth1", "gpu-nic-0")], owners=[owner("ReplicaSet", "gw", "apps/v1")]
+    )
+    annotations = obj["metadata"]["annotations"]
+    del annotations[DEFAULT_INTERFACE]
+    if default is not None:
+        annotations[DEFAULT_INTERFACE] = default
+    return obj
+
+
+@pytest.mark.parametrize("default", ["eth1", None], ids=["default-route-on-eth1", "no-key"])
+def test_a_multi_network_pod_gke_runs_is_admitted(
+    stack: Stack, namespace: str, default: str | None
+) -> None:
+    """Unbound, a Pod is held to GKE, not to AICR's eth0: admitted at the Pod door."""
+    before = stack.nicguard.judged_requests()
+    name = unique("gw")
+    expect.allowed(
+        stack.apply(gateway(name, namespace, default), who="admin"), f"pod/{name} created"
+    )
+    assert stack.nicguard.judged_requests() == before + 1
+
+
+def test_a_pod_whose_default_interface_is_not_in_its_list_is_refused(
+    stack: Stack, namespace: str
+) -> None:
+    name = unique("gw")
+    expect.denied(
+        stack.apply(gateway(name, namespace, "eth2"), who="admin"),
+        f"Pod/{namespace}/{name}",
+        "DefaultInterfaceInvalid",
+        f"Pod {namespace}/{name} (of ReplicaSet {namespace}/gw): ",
+        'networking.gke.io/default-interface is "eth2", which names no interface of '
+        "networking.gke.io/interfaces (it lists eth0, eth1)",
+        webhook=PODS,
+    )
+
+
 def test_audit_include_workloads_names_what_runs_wired_wrong(stack: Stack, namespace: str) -> None:
     """A Pod nicguard would refuse, created with the break-glass (as before nicguard was
     installed), fails the audit with its owner named; the admitted JobSet passes."""

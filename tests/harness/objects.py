@@ -157,21 +157,25 @@ def for_trainer(job: Obj, trainer: Trainer) -> Obj:
     return converted
 
 
-def network(name: str) -> Obj:
-    """A Device Network like the examples', on the GKENetworkParamSet of the same name (its
-    status goes through the subresource; ``param_set(name)`` is what it references)."""
+def network(name: str, network_type: str = "Device") -> Obj:
+    """A Network like the examples' (of ``spec.type`` ``network_type``), on the
+    GKENetworkParamSet of the same name (its status goes through the subresource;
+    ``param_set(name)`` is what it references)."""
     obj = strip(_example_doc(NETWORK_KIND))
     obj["metadata"] = {"name": name}
     obj["spec"]["parametersRef"]["name"] = name
+    obj["spec"]["type"] = network_type
     return obj
 
 
-def param_set(name: str, mode: str = "NetDevice") -> Obj:
+def param_set(name: str, mode: str | None = "NetDevice") -> Obj:
     """A GKENetworkParamSet like the examples', its own VPC subnet, ``spec.deviceMode`` ``mode``
-    (its status goes through the subresource: ``param_set_status``)."""
+    (None: none, as an L3 Network's), its status through the subresource: ``param_set_status``."""
     obj = strip(_example_doc(PARAM_SET_KIND))
     obj["metadata"] = {"name": name}
     obj["spec"] |= {"vpcSubnet": f"subnet-{name}", "deviceMode": mode}
+    if mode is None:
+        del obj["spec"]["deviceMode"]
     return obj
 
 

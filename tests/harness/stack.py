@@ -174,13 +174,20 @@ def wait_for_runtime(stack: Stack) -> None:
     )
 
 
-def ready_network(where: Stack | ControlPlane, name: str, *, mode: str = "NetDevice") -> None:
-    """Device Network ``name`` and its GKENetworkParamSet (``spec.deviceMode`` ``mode``) as GKE
-    leaves them once set up: both created by admin, then the param set Ready (its
-    ``networkName`` set) and the Network Ready and ParamsReady, each through the subresource.
-    nicguard's caches follow by watch: poll before relying on it."""
+def ready_network(
+    where: Stack | ControlPlane,
+    name: str,
+    *,
+    mode: str | None = "NetDevice",
+    network_type: str = "Device",
+) -> None:
+    """Network ``name`` (of ``spec.type`` ``network_type``) and its GKENetworkParamSet
+    (``spec.deviceMode`` ``mode``, None: none) as GKE leaves them once set up: both created by
+    admin, then the param set Ready (its ``networkName`` set) and the Network Ready and
+    ParamsReady, each through the subresource. nicguard's caches follow by watch: poll before
+    relying on it."""
     plane = where.plane if isinstance(where, Stack) else where
-    both = as_list([param_set(name, mode), network(name)])
+    both = as_list([param_set(name, mode), network(name, network_type)])
     checked(plane.kubectl("admin", "apply", "-f", "-", input=both), f"creating Network {name}")
     set_status(plane, PARAM_SETS, name, param_set_status(name, ready=True))
     set_status(plane, NETWORKS, name, conditions(ready=True))
