@@ -32,6 +32,7 @@ DEFAULT_RDMA: Final = TOOLKIT / "gke-node-pool" / "resource-claim-template.yaml.
 A4X: Final = TOOLKIT / "gke-a4x" / "nccl-jobset-example.yaml"
 A4X_MAX: Final = TOOLKIT / "gke-a4x-max-bm" / "nccl-jobset-example.yaml"
 IMEX_A4X: Final = UPSTREAM / "gke-samples" / "gpudirect-rdma" / "nccl-test-imex-a4x.yaml"
+GB200: Final = UPSTREAM / "gke-networking" / "a4x-gb200" / "networks.yaml"
 RDMA: Final = "mrdma.google.com"
 CHANNEL: Final = "nccl-test-compute-domain-channel"
 NAMESPACE: Final = "team"
@@ -151,12 +152,18 @@ def a4x_max_template() -> dict[str, Any]:
 
 
 def judged(
-    tmp_path: Path, runtime: dict[str, Any], templates: list[dict[str, Any]]
+    tmp_path: Path,
+    runtime: dict[str, Any],
+    templates: list[dict[str, Any]],
+    networks: Path | None = None,
 ) -> tuple[bool, set[str], str]:
-    """``check`` of ``runtime`` against a state holding ``templates``: allowed, codes, messages."""
+    """``check`` of ``runtime`` against a state holding ``templates`` (and ``networks``):
+    allowed, codes, messages."""
     state = tmp_path / "state"
     state.mkdir()
     (state / "templates.yaml").write_text(yaml.safe_dump_all(templates) if templates else "")
+    if networks is not None:
+        (state / "networks.yaml").write_text(networks.read_text(encoding="utf-8"))
     subject = tmp_path / "runtime.yaml"
     subject.write_text(yaml.safe_dump(runtime))
     (result,) = check_files(state, [subject], settings_from(argparse.Namespace(), {}))
@@ -216,8 +223,9 @@ def test_a_runtime_running_the_example_pod_is_judged_by_its_profile(
 def test_the_a4x_pod_also_wired_by_annotation_is_a_wiring_mode_conflict(
     tmp_path: Path, profile: str | None
 ) -> None:
+    """On the GB200 cluster the sample is written for, rdma-0..3 are Device-type Networks."""
     pod = annotated(worker_pod(A4X))
     _, found, _ = judged(
-        tmp_path, runtime_of(pod, profile=profile), [default_rdma("All", NAMESPACE)]
+        tmp_path, runtime_of(pod, profile=profile), [default_rdma("All", NAMESPACE)], GB200
     )
     assert "WiringModeConflict" in found

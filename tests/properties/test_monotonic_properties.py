@@ -71,7 +71,8 @@ BASES: Final[dict[str, tuple[Annotations, bool]]] = {
     "missing-network": (_annotations(_with([*_P[:2], ("eth3", "gpu-nic-absent"), *_P[3:]])), False),
     "duplicated-interface": (_annotations(_with([_P[0], ("eth1", "gpu-nic-1"), *_P[2:]])), False),
     "duplicated-network": (_annotations(_with([_P[0], ("eth2", "gpu-nic-0"), *_P[2:]])), False),
-    "reserved-network": (_annotations(_with([*_P[:7], ("eth8", "pod-network")])), False),
+    # AICR's conventions hold bound templates only (docs/rules.md, bound and unbound templates).
+    "reserved-network": (_annotations(_with([*_P[:7], ("eth8", "pod-network")])), True),
     "invalid-name": (_annotations(_with([*_P[:4], ("eth5:0", "gpu-nic-4"), *_P[5:]])), False),
     "not-ready": (_annotations(_with([*_P, ("eth9", NOT_READY)])), False),
     "malformed-entry": (
@@ -82,10 +83,10 @@ BASES: Final[dict[str, tuple[Annotations, bool]]] = {
     "malformed-type": ({INTERFACES: _with(_P), DEFAULT_INTERFACE: "eth0"}, False),
     "primary-invalid": (
         _annotations([{"interfaceName": "eth0", "network": "gpu-nic-0"}, *entries(_P[1:])]),
-        False,
+        True,
     ),
-    "default-missing": (_annotations(_with(_P), default=None), False),
-    "default-wrong": (_annotations(_with(_P), default="eth1"), False),
+    "default-missing": (_annotations(_with(_P), default=None), True),
+    "default-wrong": (_annotations(_with(_P), default="eth1"), True),
     "divergent-order": (_annotations(_with(list(reversed(_P)))), True),
     "divergent-length": (_annotations(_with(_P[:7])), True),
     "divergent-interface-ref": (
