@@ -68,6 +68,9 @@ def _runtime(name: str, *, namespaced: bool, typed: bool) -> dict[str, object]:
     }
     if namespaced:
         metadata["namespace"] = "team"
+        # Bound to the recipe, so AICR's conventions (default-interface eth0, eth0 first) judge
+        # the mutations of its wiring too (docs/rules.md, bound and unbound templates).
+        metadata["labels"] = {**metadata["labels"], "nicguard.dev/recipe-bound": "true"}
     found: dict[str, object] = {
         "metadata": metadata,
         "spec": {
