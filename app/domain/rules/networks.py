@@ -13,7 +13,7 @@ from app.domain.network import NETWORK_GROUP, NETWORK_VERSION
 from app.domain.policy import NotReady, Policy
 from app.domain.profiles import Profile
 from app.domain.rules import LISTED_MAX, cannot_decide, counted
-from app.domain.rules.structure import is_secondary_network
+from app.domain.rules.structure import RESERVED_NETWORKS, is_secondary_network
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
@@ -116,7 +116,12 @@ def device_mode_mismatch(
 
 def _all_in(entries: tuple[InterfaceRef, ...], names: frozenset[str]) -> bool:
     """Every entry that names a Network object names one of ``names``."""
-    return all(entry.network in names for entry in entries if is_secondary_network(entry))
+    # On every request: inline, one or two set lookups per entry, no call.
+    return all(
+        network in names or network in RESERVED_NETWORKS
+        for entry in entries
+        if (network := entry.network) is not None
+    )
 
 
 def _listing(names: Sequence[str]) -> str:
