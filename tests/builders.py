@@ -10,8 +10,9 @@ import yaml
 
 from app.documents import load_yaml
 from app.domain.cluster import ClusterSnapshot, ObjectName, snapshot_of
-from app.domain.kinds import Kind, Role, workload_kind
+from app.domain.kinds import Copy, Kind, Role, workload_kind
 from app.domain.review import Operation, Review
+from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
 
 INTERFACES: Final = "networking.gke.io/interfaces"
@@ -404,6 +405,19 @@ def pod(
         "metadata": _workload_metadata(name, owners, **fields),
         "spec": {"containers": []},
     }
+
+
+def snapshot_review(configmap: Mapping[str, object]) -> Review:
+    """The CREATE of runtime snapshot ``configmap`` (``copy_of`` builds one) in team."""
+    owner = snapshot_owner(configmap)
+    assert owner is not None
+    return Review(
+        operation=Operation.CREATE,
+        kind=Copy.RUNTIME_SNAPSHOT,
+        namespace="team",
+        obj=configmap,
+        snapshot=read_snapshot(configmap, owner, load_yaml),
+    )
 
 
 def codes(verdict: Verdict) -> tuple[str, ...]:

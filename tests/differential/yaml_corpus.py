@@ -62,15 +62,13 @@ def _runtime(name: str, *, namespaced: bool, typed: bool) -> dict[str, object]:
             },
         }
 
-    metadata: dict[str, object] = {
-        "name": name,
-        "labels": {"trainer.kubeflow.org/framework": "torch"},
-    }
+    labels = {"trainer.kubeflow.org/framework": "torch"}
+    metadata: dict[str, object] = {"name": name, "labels": labels}
     if namespaced:
         metadata["namespace"] = "team"
         # Bound to the recipe, so AICR's conventions (default-interface eth0, eth0 first) judge
         # the mutations of its wiring too (docs/rules.md, bound and unbound templates).
-        metadata["labels"] = {**metadata["labels"], "nicguard.dev/recipe-bound": "true"}
+        labels["nicguard.dev/recipe-bound"] = "true"
     found: dict[str, object] = {
         "metadata": metadata,
         "spec": {

@@ -7,14 +7,12 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from app.documents import load_yaml
 from app.domain.cluster import ClaimTemplates, ClusterSnapshot, Unverifiable
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
-from app.domain.kinds import Copy, Kind
+from app.domain.kinds import Kind
 from app.domain.policy import OnUnverifiable, Policy
-from app.domain.review import Operation, Review
-from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
+from app.domain.review import Operation
 from app.domain.verdict import Verdict
 from tests.builders import (
     INTERFACES,
@@ -38,6 +36,7 @@ from tests.builders import (
     review,
     runtime,
     snapshot,
+    snapshot_review,
     trainjob,
     wired,
 )
@@ -566,16 +565,7 @@ def test_an_update_that_changes_the_claims_gets_the_full_verdict() -> None:
 
 def test_a_runtime_snapshot_of_a_cluster_runtime_is_judged_in_its_trainjobs_namespace() -> None:
     runtime_obj = dra_runtime(by_template(), kind=CTR)
-    configmap = copy_of(bare(runtime_obj))
-    owner = snapshot_owner(configmap)
-    assert owner is not None
-    request = Review(
-        operation=Operation.CREATE,
-        kind=Copy.RUNTIME_SNAPSHOT,
-        namespace="team",
-        obj=configmap,
-        snapshot=read_snapshot(configmap, owner, load_yaml),
-    )
+    request = snapshot_review(copy_of(bare(runtime_obj)))
     view = snapshot(runtime_obj)
     assert codes(evaluate(request, view, Policy())) == ("ResourceClaimTemplateNotFound",)
     assert evaluate(request, snapshot(runtime_obj, claim_template()), Policy()).allowed

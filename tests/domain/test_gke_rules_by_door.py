@@ -8,12 +8,8 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from app.documents import load_yaml
 from app.domain.evaluate import evaluate
-from app.domain.kinds import Copy
 from app.domain.policy import Policy
-from app.domain.review import Operation, Review
-from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
 from tests.builders import (
     DEFAULT_INTERFACE,
@@ -31,6 +27,7 @@ from tests.builders import (
     review,
     runtime,
     snapshot,
+    snapshot_review,
     trainjob,
     wired,
 )
@@ -66,16 +63,7 @@ def _trainjob(annotations: Annotations, *, bound: bool) -> Verdict:
 
 
 def _runtime_snapshot(annotations: Annotations, *, bound: bool) -> Verdict:
-    configmap = copy_of(bare(runtime_with(annotations, bound)))
-    owner = snapshot_owner(configmap)
-    assert owner is not None
-    request = Review(
-        operation=Operation.CREATE,
-        kind=Copy.RUNTIME_SNAPSHOT,
-        namespace="team",
-        obj=configmap,
-        snapshot=read_snapshot(configmap, owner, load_yaml),
-    )
+    request = snapshot_review(copy_of(bare(runtime_with(annotations, bound))))
     return evaluate(request, snapshot(), Policy())
 
 
