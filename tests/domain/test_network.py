@@ -222,3 +222,28 @@ def test_both_problems_are_said_when_network_and_param_set_fail() -> None:
         "Ready=ParamsNotReady; GKENetworkParamSet rdma-0 does not exist"
     )
     assert networks.usable_names == ()
+
+
+@pytest.mark.parametrize(
+    ("network_type", "device"),
+    [
+        pytest.param("Device", True, id="device"),
+        pytest.param("L3", False, id="l3"),
+        pytest.param("L2", False, id="l2"),
+        pytest.param("device", False, id="case-sensitive"),
+        pytest.param(None, False, id="no-type"),
+    ],
+)
+def test_a_network_knows_whether_it_hands_over_a_node_nic(
+    network_type: str | None, device: bool
+) -> None:
+    obj = network("n")
+    spec = obj["spec"]
+    assert isinstance(spec, dict)
+    if network_type is None:
+        del spec["type"]
+    else:
+        spec["type"] = network_type
+    found = network_from_object(obj)
+    assert found is not None
+    assert found.device is device

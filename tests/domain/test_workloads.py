@@ -27,6 +27,7 @@ from tests.builders import (
     INTERFACES,
     JOB_SET_API,
     PAIRS,
+    annotation,
     batch_job,
     claim_template,
     controller,
@@ -645,6 +646,33 @@ def test_a_pod_claiming_rdma_nics_and_mapping_networks_conflicts(
         assert found.field == f"{POD_INTERFACES}[1]"
         assert found.message.startswith(POD_LEAD)
         assert "ResourceClaimTemplate team-a/default-rdma" in found.message
+
+
+@pytest.mark.parametrize(
+    ("network_type", "expected"),
+    [
+        pytest.param("L3", (), id="l3-gvnic"),
+        pytest.param("L2", (), id="l2"),
+        pytest.param("Device", ("WiringModeConflict",), id="device"),
+    ],
+)
+def test_only_a_device_network_beside_the_claim_conflicts(
+    network_type: str, expected: tuple[str, ...]
+) -> None:
+    """The DRANET driver leaves a gVNIC with secondary ranges alone: an L3 (or L2) Network
+    beside the claim is the second gVNIC, no conflict (docs/rules.md, WiringModeConflict)."""
+    obj = _claiming(pod({INTERFACES: annotation([("eth1", "gvnic-1")])}, owners=[JOB_OF]))
+    view = snapshot(
+        claim_template(namespace="team-a"), network("gvnic-1", network_type=network_type)
+    )
+    verdict = _judge(obj, view)
+    assert tuple(v.code.value for v in verdict.violations) == expected
+
+
+def test_a_missing_network_beside_the_claim_is_not_found_not_a_conflict() -> None:
+    obj = _claiming(pod({INTERFACES: annotation([("eth1", "absent")])}, owners=[JOB_OF]))
+    verdict = _judge(obj, snapshot(claim_template(namespace="team-a")))
+    assert tuple(v.code.value for v in verdict.violations) == ("NetworkNotFound",)
 
 
 def test_a_jobset_template_claiming_rdma_nics_and_mapping_networks_conflicts() -> None:
