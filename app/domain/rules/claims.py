@@ -23,6 +23,7 @@ from app.domain.cluster import ClaimTemplates, ClusterView, Networks, Unverifiab
 from app.domain.policy import Policy
 from app.domain.profiles import Profile
 from app.domain.rules import cannot_decide
+from app.domain.rules.structure import is_secondary_network
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
@@ -237,7 +238,7 @@ def _device_entry(
     is NetworkNotFound's."""
     by_name = networks.by_name
     for position, entry in enumerate(entries):
-        network = None if entry.network is None else by_name.get(entry.network)
+        network = by_name.get(entry.network or "") if is_secondary_network(entry) else None
         if network is not None and network.device:
             return position, entry
     return None
