@@ -343,7 +343,7 @@ def _relabelled(obj: JsonMap) -> dict[str, object]:
         ),
         pytest.param(
             pod(wired(MISSING)),
-            pod(wired(MISSING, default="eth1")),
+            pod(wired(MISSING, default="eth9")),
             ("DefaultInterfaceInvalid", "NetworkNotFound"),
             (),
             id="pod-default-interface-changed-never-grandfathered",
