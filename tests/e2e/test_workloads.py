@@ -276,7 +276,7 @@ def test_pod_writes_that_leave_the_wiring_alone_never_reach_nicguard(
         name,
         "-n",
         namespace,
-        f"{DEFAULT_INTERFACE}=eth1",
+        f"{DEFAULT_INTERFACE}=eth9",
         who="admin",
     )
     expect.denied(run, f"Pod/{namespace}/{name}", "DefaultInterfaceInvalid", webhook=PODS)
