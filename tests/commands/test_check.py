@@ -637,3 +637,45 @@ def test_protect_governs_the_templates_check_judges(
     )
     assert run.returncode == status, run.stdout
     assert ("warning: [RdmaClaimMismatch]" in run.stdout) is warned
+
+
+def _gateway_pod(name: str, default: str | None) -> dict[str, Any]:
+    """A gateway Deployment's Pod: eth0 on the pod network, gpu-nic-0 on eth1."""
+    annotations = {
+        INTERFACES: '[{"interfaceName":"eth0","network":"default"},'
+        '{"interfaceName":"eth1","network":"gpu-nic-0"}]'
+    }
+    if default is not None:
+        annotations["networking.gke.io/default-interface"] = default
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "gw",
+        "uid": "1",
+        "controller": True,
+    }
+    metadata = {
+        "name": name,
+        "namespace": "team-a",
+        "ownerReferences": [owner],
+        "annotations": annotations,
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": {"containers": []}}
+
+
+def test_check_holds_a_pod_to_gke_not_to_aicrs_eth0(tmp_path: Path) -> None:
+    """Google's multiple-host-NICs pattern (default route on eth1) and a Pod without the key
+    are allowed; a key naming no interface of the list is refused (docs/rules.md)."""
+    pods = tmp_path / "pods.yaml"
+    documents = [_gateway_pod("gw-eth1", "eth1"), _gateway_pod("gw-none", None)]
+    documents.append(_gateway_pod("gw-eth2", "eth2"))
+    pods.write_text(yaml.safe_dump_all(documents))
+    run = nicguard("check", "--state", STATE, "--output", "json", str(pods))
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = json.loads(run.stdout)["results"]
+    assert [(r["name"], r["allowed"]) for r in results] == [
+        ("gw-eth1", True),
+        ("gw-none", True),
+        ("gw-eth2", False),
+    ]
+    assert [v["code"] for v in results[2]["violations"]] == ["DefaultInterfaceInvalid"]
