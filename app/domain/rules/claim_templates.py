@@ -31,9 +31,8 @@ from app.domain.fields import JsonMap, as_list, as_map, str_at, value_at
 from app.domain.kinds import Kind
 from app.domain.policy import Policy, Protect
 from app.domain.profiles import Profile, binding_of
-from app.domain.rules import cannot_decide
+from app.domain.rules import cannot_decide, counted
 from app.domain.rules.claims import claim_expected, satisfies
-from app.domain.rules.networks import counted
 from app.domain.template import PodTemplate, wired_templates
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 
