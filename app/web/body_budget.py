@@ -9,17 +9,6 @@ from __future__ import annotations
 from typing import Final, Protocol
 
 MIB: Final = 1024 * 1024
-# A body beyond this also counts what decoding it will hold: up to 24 times its bytes (3 MiB of
-# `[{},{},...]` is 72 MiB of dicts). Below it, that is at most ~1.5 MiB, for one body at a time.
-DECODED_FROM_BYTES: Final = 64 * 1024
-# Bytes of decoded JSON per value or container begun (a comma, `[` or `{`): at most 114 with
-# orjson on CPython 3.11 (distinct keys; 36 for `{}`, 96 for `{"a":0}`), plus the text itself.
-DECODED_PER_TOKEN: Final = 128
-
-
-def decoded_cost(chunk: bytes) -> int:
-    """What decoding ``chunk`` of a JSON body holds beyond its bytes, at most."""
-    return DECODED_PER_TOKEN * (chunk.count(b",") + chunk.count(b"[") + chunk.count(b"{"))
 
 
 class Holder(Protocol):

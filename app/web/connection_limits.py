@@ -19,8 +19,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.heap import ClosedConnections
 from app.web.body import MAX_BODY_BYTES
-from app.web.body_budget import DECODED_FROM_BYTES, BodyBudget, decoded_cost
+from app.web.body_budget import BodyBudget
 from app.web.capacity import Capacity
+from app.web.decoded_cost import DECODED_FROM_BYTES, DecodedCost
 from app.web.peer import with_tls_extension
 
 # Memory, not file descriptors, is what runs out first: the loop gives every TLS connection a
@@ -116,9 +117,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._partial = False  # a request has begun and is not whole yet
         self._oversized = False
         # The current request's body: bytes reserved in the listener's body budget; received,
-        # counting what decoding a large one will hold (app/web/body_budget.py).
+        # counting what decoding a large one will hold (app/web/decoded_cost.py).
         self._bodies = self.listener.bodies
         self._reserved = self._received = 0
+        self._cost: DecodedCost | None = None
 
     # --- accept, TLS, close ----------------------------------------------------------------
 
@@ -271,7 +273,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             super().on_headers_complete()
             return
         self._received = 0
-        self._reserved = min(self._content_length(), MAX_BODY_BYTES)
+        declared = self._content_length()
+        self._reserved = min(declared, MAX_BODY_BYTES)
+        # A body declared within DECODED_FROM_BYTES is never charged for decoding: not scanned.
+        self._cost = None if 0 < declared <= DECODED_FROM_BYTES else DecodedCost()
         if not self._reserved or bodies.budget.take(self, self._reserved):
             super().on_headers_complete()
             return
@@ -295,8 +300,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         bodies = self._bodies
         if bodies is not None and not self.cycle.response_complete:  # else uvicorn drops it
             self._received += len(body)
-            if self._received > DECODED_FROM_BYTES:
-                self._received += decoded_cost(body)
+            if (cost := self._cost) is not None:
+                decoded = cost.of(body)  # every chunk: what is in a string depends on them all
+                if self._received > DECODED_FROM_BYTES:
+                    self._received += decoded
             if self._received > self._reserved:  # chunked, longer than declared, or costly
                 if self._phase is _Phase.CLOSED:
                     return

@@ -239,6 +239,37 @@ def test_a_large_body_counts_what_decoding_it_would_hold(served: Served) -> None
     wait_for(lambda: served.budget.held == 0)
 
 
+def test_what_a_body_holds_in_its_strings_is_charged_as_its_bytes(served: Served) -> None:
+    """200 KiB of `,[{` inside a string decodes to one string of 200 KiB: it holds its bytes,
+    not 25 MiB of structure; the string goes on across chunks, and is answered once whole."""
+    sock = served.connect()
+    first = b'{"padding":"' + b"," * 40_000
+    sock.sendall(head(None) + chunk(first))
+    wait_for(lambda: served.budget.held == len(first))
+    second = b",[{" * 70_000  # past DECODED_FROM_BYTES, all of it in the string
+    sock.sendall(chunk(second))
+    wait_for(lambda: served.budget.held == len(first) + len(second))
+    sock.sendall(chunk(b'"}') + b"0\r\n\r\n")
+    assert response(sock)[0] == 400  # answered: not an AdmissionReview
+    wait_for(lambda: served.budget.held == 0)
+    assert served.closed == []
+
+
+def test_each_body_on_a_kept_connection_is_read_afresh(served: Served) -> None:
+    """A body left inside a string (not JSON: 400) does not make the next body's structure a
+    string: 200 KiB of `{},` is closed as it arrives."""
+    sock = served.connect()
+    sock.sendall(head(None) + chunk(b'["' + b"x" * 100_000) + b"0\r\n\r\n")
+    assert response(sock)[0] == 400
+    costly = b"[" + b"{}," * 70_000 + b"{}]"
+    sock.sendall(head(None))
+    with contextlib.suppress(OSError, ssl.SSLError):  # closed while we send
+        sock.sendall(chunk(costly))
+    assert closed(sock)
+    assert served.closed == [Closed.BODY_BUDGET]
+    wait_for(lambda: served.budget.held == 0)
+
+
 @pytest.mark.slow  # the deadline has to pass
 def test_a_body_stalled_past_the_deadline_releases_its_reservation(
     tmp_path: Path, example_state: ClusterSnapshot
