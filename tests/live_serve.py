@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,3 +75,15 @@ def memory_kib(pid: int) -> dict[str, int]:
         if name in ("VmRSS", "VmHWM"):
             fields[name] = int(value.split()[0])
     return fields
+
+
+def closed_counts(probe_port: int) -> dict[str, float]:
+    """nicguard_connections_closed_total of the webhook listener, by reason."""
+    url = f"http://127.0.0.1:{probe_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    return {
+        line.split('reason="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('nicguard_connections_closed_total{listener="webhook"')
+    }

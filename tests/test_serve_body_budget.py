@@ -13,7 +13,6 @@ import http.client
 import multiprocessing
 import ssl
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Final
 
 import pytest
 
-from tests.live_serve import LiveServe, live_serve, memory_kib
+from tests.live_serve import LiveServe, closed_counts, live_serve, memory_kib
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # ~45 s: two rounds of the deadline, then the heap's sweep
@@ -144,18 +143,6 @@ def healthz(probe_port: int) -> float:
     finally:
         connection.close()
     return time.perf_counter() - started
-
-
-def closed_counts(probe_port: int) -> dict[str, float]:
-    """nicguard_connections_closed_total of the webhook listener, by reason."""
-    url = f"http://127.0.0.1:{probe_port}/metrics"
-    with urllib.request.urlopen(url, timeout=5) as reply:
-        text = reply.read().decode()
-    return {
-        line.split('reason="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith('nicguard_connections_closed_total{listener="webhook"')
-    }
 
 
 @pytest.mark.parametrize("costly", [0, 10], ids=["slow bodies", "and costly ones"])

@@ -1,14 +1,22 @@
 """The costliest ``data.runtime`` texts a ConfigMap writer can send (SPEC §14: the worst accepted
-input costs at most 50 ms of CPU and 16 MiB): shared by the unit bound on memory, the live test
-of a serving process and bench.snapshot_cost's CPU numbers."""
+input costs at most 50 ms of CPU and 16 MiB), and the reviews carrying them: shared by the unit
+bound on memory, the live tests of a serving process and bench.snapshot_cost's CPU numbers."""
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 from app.domain.runtime_snapshot import MAX_RUNTIME_BYTES
 
 _NAME: Final = "metadata: {name: x}\n"
+_OWNER: Final = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "name": "job",
+    "uid": "0b5e8f5c-2d7a-4f3e-9d1c-6a4b3c2d1e0f",
+    "controller": True,
+}
 
 
 def _fill(head: str, unit: str, tail: str, count: int | None = None) -> str:
@@ -80,3 +88,34 @@ def refused_for_cost() -> dict[str, str]:
         "alias expansion beyond 10,000": aliased_list(2_490, 4),
         "65 levels of nesting": _NAME + "x: " + "[" * 65 + "]" * 65 + "\n",
     }
+
+
+def configmap_review(name: str, data: dict[str, str], *, update: bool = False) -> bytes:
+    """The AdmissionReview of a dry-run write of ConfigMap ``team/name`` (controlled by a
+    TrainJob) holding ``data``, as the apiserver sends it; an UPDATE's oldObject is the same."""
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "team", "ownerReferences": [_OWNER]},
+        "data": data,
+    }
+    request: dict[str, object] = {
+        "uid": "5d0e1c1e-3b8a-4f0c-9a1d-2e3f4a5b6c7d",
+        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        "namespace": "team",
+        "name": name,
+        "operation": "UPDATE" if update else "CREATE",
+        "userInfo": {"username": "mallory"},
+        "object": configmap,
+        "dryRun": True,
+    }
+    if update:
+        request["oldObject"] = configmap
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return json.dumps(body).encode()
+
+
+def snapshot_review(runtime: str, *, update: bool = False) -> bytes:
+    """A write of TrainJob team/job's runtime snapshot holding the copy ``runtime``."""
+    return configmap_review("job-runtime-snapshot", {"runtime": runtime}, update=update)
