@@ -21,7 +21,7 @@ import pytest
 
 from tests.harness.procs import http_status
 from tests.live_serve import LiveServe, live_serve, memory_kib
-from tests.support.hostile_snapshots import alias_bomb, empty_maps, snapshot_review
+from tests.support.hostile_snapshots import alias_bomb, empty_maps, snapshot_review_body
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ HOSTILE: Final = {
     "alias bomb": alias_bomb(),
 }
 BODIES: Final = [
-    (f"{name} {'UPDATE' if update else 'CREATE'}", snapshot_review(text, update=update))
+    (f"{name} {'UPDATE' if update else 'CREATE'}", snapshot_review_body(text, update=update))
     for name, text in HOSTILE.items()
     for update in (False, True)
 ]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from tests.live_serve import LiveServe, closed_counts, live_serve, memory_kib
-from tests.support.hostile_snapshots import configmap_review, snapshot_review
+from tests.support.hostile_snapshots import configmap_review_body, snapshot_review_body
 from tests.support.paths import ROOT
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ LEGITIMATE: Final = (
 )
 APISERVER_WRITE: Final = 4096
 FLOODERS: Final = 6
-COMMAS: Final = configmap_review("commas", {"csv": "," * (250 * 1024)})
+COMMAS: Final = configmap_review_body("commas", {"csv": "," * (250 * 1024)})
 SNAPSHOT_COPY: Final = "," * (1024 * 1024)  # a 1 MiB copy; what it holds is beside the point
 REVIEWS: Final = 90  # the legitimate client's: every other one on a new connection
 FLOOD_SECONDS: Final = 120.0  # at most: the flood stops once the reviews are answered
@@ -181,7 +181,7 @@ def flood_beside_legitimate_reviews(server: LiveServe) -> None:
         for update in (False, True):
             copy = http.client.HTTPSConnection("127.0.0.1", server.port, context=server.context)
             try:
-                status, body = post(copy, snapshot_review(SNAPSHOT_COPY, update=update))
+                status, body = post(copy, snapshot_review_body(SNAPSHOT_COPY, update=update))
             except (OSError, http.client.HTTPException) as error:
                 closed.append(f"1 MiB snapshot copy, update={update}: {error!r}")
                 continue

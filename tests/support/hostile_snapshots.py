@@ -90,7 +90,7 @@ def refused_for_cost() -> dict[str, str]:
     }
 
 
-def configmap_review(name: str, data: dict[str, str], *, update: bool = False) -> bytes:
+def configmap_review_body(name: str, data: dict[str, str], *, update: bool = False) -> bytes:
     """The AdmissionReview of a dry-run write of ConfigMap ``team/name`` (controlled by a
     TrainJob) holding ``data``, as the apiserver sends it; an UPDATE's oldObject is the same."""
     configmap = {
@@ -116,6 +116,6 @@ def configmap_review(name: str, data: dict[str, str], *, update: bool = False) -
     return json.dumps(body).encode()
 
 
-def snapshot_review(runtime: str, *, update: bool = False) -> bytes:
+def snapshot_review_body(runtime: str, *, update: bool = False) -> bytes:
     """A write of TrainJob team/job's runtime snapshot holding the copy ``runtime``."""
-    return configmap_review("job-runtime-snapshot", {"runtime": runtime}, update=update)
+    return configmap_review_body("job-runtime-snapshot", {"runtime": runtime}, update=update)
