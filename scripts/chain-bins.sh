@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # chain-bins.sh - print ONE line on stdout: a directory holding the chain tier's controllers, built
-# from the Go module proxy with `go install PKG@VERSION` (each module's own go.mod decides every
-# dependency; no upstream source enters this repo), beside the manifests each module publishes:
-#   trainer-controller-manager, jobset, kueue             the binaries
+# from the Go module proxy in throw-away wrapper modules that require only the controller's module
+# (its own go.mod decides every dependency; no upstream source enters this repo; not `go install
+# PKG@VERSION`, which also asks the proxy for the version list), beside the manifests it publishes:
+#   bin/trainer-controller-manager, bin/jobset, bin/kueue   the binaries
 #   trainer/manifests, jobset/config, kueue/config          the modules' CRDs, webhooks and RBAC, as published
 # Env: NICGUARD_TRAINER_VERSION (v2.3.0), NICGUARD_JOBSET_VERSION (v0.12.0), NICGUARD_KUEUE_VERSION
 #   (v0.17.0), NICGUARD_CHAIN_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto), NICGUARD_NO_BUILD=1 (print
@@ -37,17 +38,16 @@ have_all() {
   local c name copy
   for c in "${COMPONENTS[@]}"; do
     IFS='|' read -r name _ _ copy <<<"$c"
-    [[ -x "$DIR/$name" && -d "$DIR/${copy%%:*}/${copy#*:}" ]] || return 1
+    [[ -f "$DIR/bin/$name" && -x "$DIR/bin/$name" && -d "$DIR/${copy%%:*}/${copy#*:}" ]] || return 1
   done
 }
 
 reuse_or_lock "$DIR" "$DIR" "build Trainer, JobSet and Kueue" \
   "the chain controllers are not built: run \`make chain-bins\`" have_all
 
-go_build_env readonly
-export GOFLAGS="-buildvcs=false"              # `go install PKG@VERSION` takes no -mod
-rm -rf "$DIR"/.gobin.*                        # leftovers of interrupted builds (we hold the lock)
-trap 'rm -rf "$DIR"/.gobin.$$' EXIT
+go_build_env mod
+rm -rf "$DIR"/.build.*                        # leftovers of interrupted builds (we hold the lock)
+trap 'rm -rf "$DIR"/.build.$$' EXIT
 trap 'exit 130' INT TERM HUP                  # make signals run the EXIT trap too
 
 for c in "${COMPONENTS[@]}"; do
@@ -61,15 +61,16 @@ for c in "${COMPONENTS[@]}"; do
     chmod -R u+w "$DIR/${copy%%:*}/.${copy#*:}.tmp.$$"   # the module cache is read-only
     mv "$DIR/${copy%%:*}/.${copy#*:}.tmp.$$" "$DIR/${copy%%:*}/${copy#*:}"
   fi
-  [[ -x "$DIR/$name" ]] && continue
+  [[ -f "$DIR/bin/$name" && -x "$DIR/bin/$name" ]] && continue
   SECONDS=0
   log "building $name from $module${pkg:+/$pkg}@$version (cold ~10-17 min on 2 cores)..."
-  gobin="$DIR/.gobin.$$"; mkdir -p "$gobin"
-  GOBIN="$gobin" go install -p "$PAR" -trimpath -ldflags "-s -w" "$module${pkg:+/$pkg}@$version"
-  built="$gobin/$(basename "${pkg:-$module}")"
-  [[ -x "$built" ]] || die "go install left no $(basename "$built") in $gobin"
-  mv -f "$built" "$DIR/$name"
-  log "$name -> $DIR/$name ($(du -h "$DIR/$name" | cut -f1)) built in ${SECONDS}s"
+  work="$DIR/.build.$$"; rm -rf "$work"; mkdir -p "$work/$name"
+  (cd "$work/$name" && go mod init "nicguard.local/chain-bins-$name" 2>/dev/null \
+    && go mod edit -require="$modver" \
+    && go build -p "$PAR" -trimpath -ldflags "-s -w" -o "$work/bin" "$module${pkg:+/$pkg}")
+  [[ -x "$work/bin" ]] || die "go build left no binary for $name in $work"
+  mkdir -p "$DIR/bin"; mv -f "$work/bin" "$DIR/bin/$name"; rm -rf "$work"
+  log "$name -> $DIR/bin/$name ($(du -h "$DIR/bin/$name" | cut -f1)) built in ${SECONDS}s"
   printf '%s %s %ss\n' "$name" "$version" "$SECONDS" >>"$DIR/build-times.log"
 done
 
