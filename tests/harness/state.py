@@ -104,7 +104,11 @@ def install_crds(
     ``create``, never client-side ``apply``: the Trainer and JobSet CRDs are far larger than the
     256 KiB a ``last-applied-configuration`` annotation may hold.
     """
-    files = crd_files(network_api=network_api, trainer=trainer, jobset=jobset)
+    create_crds(plane, crd_files(network_api=network_api, trainer=trainer, jobset=jobset))
+
+
+def create_crds(plane: ControlPlane, files: list[Path]) -> None:
+    """``kubectl create`` the CRDs of ``files``; wait until every CRD is Established."""
     args = [arg for f in files for arg in ("-f", str(f))]
     checked(plane.kubectl("admin", "create", *args), "creating the CRDs")
     wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}", "crd", "--all"]
