@@ -119,6 +119,20 @@ e2e: $(STAMP) k8s-bins helm
 	bins="$$(scripts/k8s-bins.sh)" && NICGUARD_K8S_BIN_DIR="$$bins" NICGUARD_HELM="$$(scripts/helm-bin.sh)" $(ON_PATH) \
 	  $(BIN)/pytest -m e2e tests/e2e -v
 
+# The controllers of the chain tier, from the Go module proxy: prints their directory (builds once,
+# ~10-17 min per controller cold on 2 cores; scripts/chain-bins.sh).
+CHAIN_COMPONENTS := trainer jobset
+.PHONY: chain-bins chain
+chain-bins:
+	@scripts/chain-bins.sh $(CHAIN_COMPONENTS)
+
+# The chain tier (tests/chain): the real Trainer, JobSet, Job controller and garbage collector turn
+# TrainJobs into Pods through nicguard on the e2e tier's control plane.
+chain: $(STAMP) k8s-bins chain-bins
+	bins="$$(scripts/k8s-bins.sh)" && chain="$$(scripts/chain-bins.sh $(CHAIN_COMPONENTS))" && \
+	  NICGUARD_K8S_BIN_DIR="$$bins" NICGUARD_CHAIN_DIR="$$chain" $(ON_PATH) \
+	  $(BIN)/pytest -m chain tests/chain -v
+
 # nicguard behind a real apiserver: one good apply and three denials, then everything is stopped.
 # A module run from the repository root, so the e2e harness imports as the package tests.e2e.
 demo: $(STAMP) k8s-bins
@@ -175,7 +189,7 @@ bench-e2e: $(STAMP) k8s-bins wrk
 	  $(BIN)/python -m bench.audit_e2e || status=$$?; \
 	  $(BIN)/python -m bench.burst || status=$$?; exit $$status
 
-test: lint unit unit-py313 slow e2e
+test: lint unit unit-py313 slow e2e chain
 
 clean:
 	rm -rf $(VENV) $(VENV313) $(VENV313)-pgo certs .pytest_cache .mypy_cache .ruff_cache .coverage
