@@ -14,10 +14,12 @@ import yaml
 
 from tests.harness import expect
 from tests.harness.chain import Chain
+from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
 from tests.harness.objects import (
     INTERFACES,
     RECIPE_PAIRS,
     TRAINER_V2_3,
+    as_list,
     interfaces,
     node_annotations,
     node_override,
@@ -277,3 +279,51 @@ def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, name
     assert "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2)" in message, message
     assert pods(chain, namespace, job) == []
     assert chain.plane.kubectl("admin", "get", "jobset", job, "-n", namespace).returncode == 1
+
+
+def dra_bound_runtime(namespace: str) -> dict[str, Any]:
+    """The shipped runtime as a TrainingRuntime bound to the DRA profile ``a4-dranet``: no
+    interfaces annotation, its node pods claiming every RDMA NIC by ``default-rdma``."""
+    obj = runtime(unique("chain-dranet"), namespace=namespace)
+    obj["metadata"]["labels"]["nicguard.dev/profile"] = "a4-dranet"
+    annotations = node_annotations(obj)
+    for key in (INTERFACES, "networking.gke.io/default-interface"):
+        del annotations[key]
+    (node,) = obj["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": "rdma", "resourceClaimTemplateName": "default-rdma"}]
+    (container,) = (c for c in pod["containers"] if c["name"] == "node")
+    container["resources"]["claims"] = [{"name": "rdma"}]
+    return obj
+
+
+def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace: str) -> None:
+    """(h) A runtime wired by DRA claim on ``resource.k8s.io/v1``: runtime, TrainJob and snapshot
+    admitted, the unwired JobSet, Job and Pods never sent, and the claims reach every Pod."""
+    objects = [
+        device_class(RDMA),
+        device_class(NETDEV),
+        claim_template(namespace, "default-rdma", allocationMode="All"),
+    ]
+    applied = chain.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects))
+    checked(applied, "the DeviceClasses and the ResourceClaimTemplate")
+    obj = dra_bound_runtime(namespace)
+    pod = obj["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    chain.stack.judged(obj, "", who="admin")  # nicguard's cache holds the template
+    expect.allowed(chain.stack.apply(obj, who="admin"), "created")
+    job = unique("job")
+    expect.allowed(
+        chain.stack.apply(trainjob(job, namespace, obj["metadata"]["name"], "TrainingRuntime")),
+        "created",
+    )
+
+    for found in wait_pods(chain, namespace, job):
+        assert found["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
+        (node,) = (c for c in found["spec"]["containers"] if c["name"] == "node")
+        assert node["resources"]["claims"] == [{"name": "rdma"}]
+        assert INTERFACES not in found["metadata"].get("annotations", {})
+    assert allowed_writers(chain, namespace) == {
+        "TrainingRuntime": {"admin"},
+        "TrainJob": {"alice"},
+        "ConfigMap": {TRAINER_SA},
+    }
