@@ -14,6 +14,21 @@ import yaml
 
 from tests.harness import expect
 from tests.harness.chain import Chain
+from tests.harness.chain_reads import (
+    CHAIN_TIMEOUT,
+    JOB_CONTROLLER_SA,
+    JOBSET_LABEL,
+    JOBSET_SA,
+    NUM_NODES,
+    TRAINER_SA,
+    allowed_writers,
+    bound_runtime,
+    get,
+    items,
+    pods,
+    wait_pods,
+    wiring,
+)
 from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
 from tests.harness.objects import (
     INTERFACES,
@@ -33,48 +48,11 @@ from tests.harness.state import AS_BREAK_GLASS, Run, checked
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chain]
 
-CHAIN_TIMEOUT: Final = 60.0
-NUM_NODES: Final = 2  # the TCPXO runtime's mlPolicy.numNodes: one Pod per node
-JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 FAILED_EVENT: Final = "TrainJobResourcesCreationFailed"
-# Who writes what (the controllers' ServiceAccounts; the Job controller's own, from the manager).
-TRAINER_SA: Final = "system:serviceaccount:chain-system:kubeflow-trainer-controller-manager"
-JOBSET_SA: Final = "system:serviceaccount:chain-system:jobset-controller-manager"
-JOB_CONTROLLER_SA: Final = "system:serviceaccount:kube-system:job-controller"
 # The recipe's networks with gpu-nic-0 and gpu-nic-1 exchanged: each on the other's interface.
 MISPLACED: Final = (("eth1", "gpu-nic-1"), ("eth2", "gpu-nic-0"), *RECIPE_PAIRS[2:])
 # The recipe's pairs, eth1 and eth2 in another order: breaks only the recipe's binding.
 REORDERED: Final = tuple(with_pairs(RECIPE_PAIRS, (0, 1)))
-
-
-def get(chain: Chain, *args: str) -> Any:
-    return json.loads(
-        checked(chain.plane.kubectl("admin", "get", *args, "-o", "json"), "get").stdout
-    )
-
-
-def items(chain: Chain, *args: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = get(chain, *args)["items"]
-    return found
-
-
-def pods(chain: Chain, namespace: str, job: str) -> list[dict[str, Any]]:
-    return items(chain, "pods", "-n", namespace, "-l", f"{JOBSET_LABEL}={job}")
-
-
-def wait_pods(chain: Chain, namespace: str, job: str) -> list[dict[str, Any]]:
-    """The TrainJob's Pods, once the Job controller has created all ``NUM_NODES``."""
-    return wait_until(
-        lambda: found if len(found := pods(chain, namespace, job)) == NUM_NODES else None,
-        timeout=CHAIN_TIMEOUT,
-        what=f"{NUM_NODES} Pods of TrainJob {namespace}/{job}",
-        diagnose=chain.report,
-    )
-
-
-def wiring(obj: dict[str, Any]) -> str:
-    """The interfaces annotation of a Pod, as the apiserver stored it."""
-    return str(obj["metadata"]["annotations"][INTERFACES])
 
 
 def failure_events(chain: Chain, namespace: str, job: str) -> list[dict[str, Any]]:
@@ -93,35 +71,13 @@ def wait_failure_event(chain: Chain, namespace: str, job: str) -> str:
     return str(events[0]["message"])
 
 
-def allowed_writers(chain: Chain, namespace: str) -> dict[str, set[str]]:
-    """For each kind nicguard admitted in ``namespace`` (not a dry run): who wrote it."""
-    writers: dict[str, set[str]] = {}
-    for decision in chain.stack.nicguard.decisions():
-        ours = decision["resource_namespace"] == namespace and not decision["dry_run"]
-        if ours and decision["allowed"]:
-            kind = decision["resource_kind"]
-            writers.setdefault(kind, set()).add(decision["request_username"])
-    return writers
-
-
-def bound_runtime(chain: Chain) -> tuple[str, str]:
-    """A recipe-bound ClusterTrainingRuntime wired as the recipe records; (name, its wiring)."""
-    name = unique("chain-tcpxo")
-    obj = runtime(name, recipe_bound=True)
-    expect.allowed(chain.stack.apply(obj, who="admin"), "created")
-    return name, node_annotations(obj)[INTERFACES]
-
-
 def snapshot_name(job: str) -> str:
     return f"{job}-runtime-snapshot"
 
 
-def apply(chain: Chain, obj: dict[str, Any], *flags: str) -> Run:
-    return (
-        chain.stack.apply(obj)
-        if not flags
-        else chain.plane.kubectl("admin", "apply", "-f", "-", *flags, input=json.dumps(obj))
-    )
+def apply_breaking_glass(chain: Chain, obj: dict[str, Any]) -> Run:
+    """``kubectl apply`` of ``obj`` by a member of the group ``nicguard:break-glass``."""
+    return chain.plane.kubectl("admin", "apply", "-f", "-", *AS_BREAK_GLASS, input=json.dumps(obj))
 
 
 def test_recipe_wired_trainjob_reaches_pods_with_the_admitted_wiring(
@@ -264,14 +220,14 @@ def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, name
     reordered = trainjob(unique("job"), namespace, name)
     reordered["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
     reordered["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(REORDERED)})
-    checked(apply(chain, reordered, *AS_BREAK_GLASS), "the break-glass TrainJob")
+    checked(apply_breaking_glass(chain, reordered), "the break-glass TrainJob")
     for pod in wait_pods(chain, namespace, reordered["metadata"]["name"]):
         assert wiring(pod) == interfaces(REORDERED)
 
     misplaced = trainjob(unique("job"), namespace, name)
     misplaced["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
     misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
-    checked(apply(chain, misplaced, *AS_BREAK_GLASS), "the misplaced break-glass TrainJob")
+    checked(apply_breaking_glass(chain, misplaced), "the misplaced break-glass TrainJob")
     job = misplaced["metadata"]["name"]
     message = wait_failure_event(chain, namespace, job)
     assert 'admission webhook "workloads.nicguard.dev" denied the request' in message, message
