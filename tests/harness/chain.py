@@ -221,6 +221,7 @@ class Chain:
 
     stack: Stack
     controllers: tuple[Controller, ...]
+    bins: Path  # what scripts/chain-bins.sh printed
 
     @property
     def plane(self) -> ControlPlane:
@@ -256,7 +257,7 @@ def running_chain(workdir: Path) -> Iterator[Chain]:
         register(plane, nicguard, config)
         stack = Stack(plane, nicguard, config, workdir, TRAINER_V2_3)
         populate(stack)
-        yield Chain(stack, tuple(controllers))
+        yield Chain(stack, tuple(controllers), bins)
     finally:
         try:
             for controller in controllers:
