@@ -8,7 +8,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.harness.chain import Chain, running_chain
+from tests.harness.chain import Chain, Controller, running_chain
 from tests.harness.objects import unique
 from tests.harness.state import create_namespace
 
@@ -33,7 +33,10 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.failed:
-        chain = getattr(item, "funcargs", {}).get("chain")
+        funcargs = getattr(item, "funcargs", {})
+        chain, kueue = funcargs.get("chain"), funcargs.get("kueue")
         if isinstance(chain, Chain):
             report.sections.append(("chain process logs", chain.report()))
+        if isinstance(kueue, Controller):
+            report.sections.append(("kueue log", kueue.report()))
     return report
