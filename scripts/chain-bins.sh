@@ -7,7 +7,8 @@
 #   trainer/manifests, jobset/config, kueue/config          the modules' CRDs, webhooks and RBAC, as published
 # Env: NICGUARD_TRAINER_VERSION (v2.3.0), NICGUARD_JOBSET_VERSION (v0.12.0), NICGUARD_KUEUE_VERSION
 #   (v0.17.0), NICGUARD_CHAIN_CACHE (cache root), NICGUARD_GOTOOLCHAIN (auto), NICGUARD_NO_BUILD=1 (print
-#   the cached directory or fail; never build: what the tests use). Cold: ~10-17 min per binary on 2 cores.
+#   the cached directory or fail; never build). Cold, on 2 busy cores: Trainer and JobSet ~6 min each,
+#   Kueue ~15 min.
 # Usage: CHAIN=$(scripts/chain-bins.sh [trainer] [jobset] [kueue])   (no argument: all three)
 set -euo pipefail
 # shellcheck source=scripts/cache-lib.sh
@@ -63,7 +64,7 @@ for c in "${COMPONENTS[@]}"; do
   fi
   [[ -f "$DIR/bin/$name" && -x "$DIR/bin/$name" ]] && continue
   SECONDS=0
-  log "building $name from $module${pkg:+/$pkg}@$version (cold ~10-17 min on 2 cores)..."
+  log "building $name from $module${pkg:+/$pkg}@$version (cold: minutes)..."
   work="$DIR/.build.$$"; rm -rf "$work"; mkdir -p "$work/$name"
   (cd "$work/$name" && go mod init "nicguard.local/chain-bins-$name" 2>/dev/null \
     && go mod edit -require="$modver" \
