@@ -35,7 +35,7 @@ from tests.harness.chain import (
 )
 from tests.harness.objects import as_list
 from tests.harness.procs import free_ports
-from tests.harness.state import checked
+from tests.harness.state import checked, wait_established
 
 CRDS: Final = "kueue/config/components/crd"
 WEBHOOKS: Final = "kueue/config/components/webhook"
@@ -138,9 +138,7 @@ def running_kueue(chain: Chain, workdir: Path) -> Iterator[Controller]:
         if webhook:
             webhook["clientConfig"] = by_url(webhook["clientConfig"], base_url, bundle)
     checked(plane.kubectl("admin", "create", "-f", "-", input=as_list(crds)), "Kueue's CRDs")
-    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    wait = ["wait", "--for=condition=Established", "--timeout=60s", *names]
-    checked(plane.kubectl("admin", *wait), "Kueue's CRDs established")
+    wait_established(plane, [f"crd/{crd['metadata']['name']}" for crd in crds])
 
     kubeconfig = service_account(plane, published(plane, bins / RBAC), "kueue-")
     secret = {
