@@ -178,16 +178,19 @@ wrk:
 # processes (a kubectl-equivalent create: the target) and as bare POSTs on a warm
 # connection (the strict view, printed); then nicguard's RSS in Kubernetes mode with 10,000
 # cached objects; then a burst of TrainJob creates from 20 clients, the apiserver's time in the
-# webhook call beside bare echoes (bench.burst: no target; fails only when it cannot measure).
+# webhook call beside bare echoes (bench.burst: no target; fails only when it cannot measure); then
+# TrainJob apply to all Pods through the real controllers, with and without nicguard (bench.chain).
 # Exits 1 when the kubectl-view or RSS target is missed.
 .PHONY: bench-e2e
-bench-e2e: $(STAMP) k8s-bins wrk
+bench-e2e: $(STAMP) k8s-bins chain-bins wrk
 	bins="$$(scripts/k8s-bins.sh)" && export NICGUARD_K8S_BIN_DIR="$$bins" $(ON_PATH) && status=0; \
+	  export NICGUARD_CHAIN_DIR="$$(scripts/chain-bins.sh $(CHAIN_COMPONENTS))"; \
 	  $(BIN)/python -m bench.e2e --client kubectl || status=$$?; \
 	  $(BIN)/python -m bench.e2e --client api || echo "bench-e2e: the strict view misses 15 %"; \
 	  $(BIN)/python -m bench.kube_rss || status=$$?; \
 	  $(BIN)/python -m bench.audit_e2e || status=$$?; \
-	  $(BIN)/python -m bench.burst || status=$$?; exit $$status
+	  $(BIN)/python -m bench.burst || status=$$?; \
+	  $(BIN)/python -m bench.chain || status=$$?; exit $$status
 
 test: lint unit unit-py313 slow e2e chain
 
