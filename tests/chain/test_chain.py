@@ -254,8 +254,9 @@ def dra_bound_runtime(namespace: str) -> dict[str, Any]:
 
 
 def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace: str) -> None:
-    """(h) A runtime wired by DRA claim on ``resource.k8s.io/v1``: runtime, TrainJob and snapshot
-    admitted, the unwired JobSet, Job and Pods never sent, and the claims reach every Pod."""
+    """(h) A runtime wired by DRA claim on ``resource.k8s.io/v1``: its claim template, runtime,
+    TrainJob and snapshot admitted, the unwired JobSet, Job and Pods never sent, and the claims
+    reach every Pod."""
     objects = [
         device_class(RDMA),
         device_class(NETDEV),
@@ -279,6 +280,7 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace
         assert node["resources"]["claims"] == [{"name": "rdma"}]
         assert INTERFACES not in found["metadata"].get("annotations", {})
     assert allowed_writers(chain, namespace) == {
+        "ResourceClaimTemplate": {"admin"},
         "TrainingRuntime": {"admin"},
         "TrainJob": {"alice"},
         "ConfigMap": {TRAINER_SA},
