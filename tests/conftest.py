@@ -24,8 +24,9 @@ _NEEDS: Final = (
     ("monitoring/test_rules.py", "needs_promtool"),
     ("test_image_replay.py", "needs_root"),
 )
-# The mark expressions of the tiers `-n auto` leaves in one process (`make e2e`, `make slow`).
-ONE_PROCESS_TIERS: Final = frozenset({"e2e", "slow"})
+# The mark expressions of the tiers `-n auto` leaves in one process (`make e2e`, `make slow`,
+# `make chain`).
+ONE_PROCESS_TIERS: Final = frozenset({"e2e", "slow", "chain"})
 
 # Here, in the conftest pytest loads first: before the Hypothesis plugin reads --hypothesis-profile.
 register_profiles()

@@ -29,6 +29,7 @@ from tests.harness.audit import (
     nicguard_audit,
     ref_of,
 )
+from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
 from tests.harness.objects import Obj, as_list, interfaces, unique
 from tests.harness.procs import wait_until
 from tests.harness.stack import Stack, ready_network, running
@@ -37,35 +38,12 @@ from tests.support.claimed_snapshots import FOLDED, TAMPERED, claimed_copy
 
 pytestmark = pytest.mark.e2e
 
-RESOURCE: Final = "resource.k8s.io/v1"
-RDMA: Final = "mrdma.google.com"
-NETDEV: Final = "netdev.google.com"
 PROFILE: Final = "a4-dranet"
 NETWORK: Final = "rdma-annotated"
 GVNIC: Final = "gvnic-l3"
 """The second gVNIC as an L3 Network, which a pod may attach beside its RDMA claim."""
 AUDIT_TIMEOUT: Final = 15.0
 TEMPLATE_DOOR: Final = "claimtemplates.nicguard.dev"
-
-
-def device_class(name: str) -> Obj:
-    selector = {"cel": {"expression": f'device.driver == "{name}"'}}
-    return {
-        "apiVersion": RESOURCE,
-        "kind": "DeviceClass",
-        "metadata": {"name": name},
-        "spec": {"selectors": [selector]},
-    }
-
-
-def claim_template(namespace: str, name: str, **exactly: Any) -> Obj:
-    request = {"name": "req-mrdma", "exactly": {"deviceClassName": RDMA, **exactly}}
-    return {
-        "apiVersion": RESOURCE,
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"spec": {"devices": {"requests": [request]}}},
-    }
 
 
 def dra_runtime(

@@ -149,6 +149,16 @@ class ControlPlane:
         log = self.workdir / "kube-controller-manager.log"
         self.processes.append(Process("kube-controller-manager", argv, log))
 
+    def service_account_kubeconfig(self, namespace: str, name: str) -> Path:
+        """A kubeconfig with a token of ServiceAccount ``namespace/name`` (TokenRequest, a day)."""
+        args = ["create", "token", name, "-n", namespace, "--duration=24h"]
+        run = self.kubectl("admin", *args)
+        if run.returncode != 0:
+            raise RuntimeError(f"kubectl create token {namespace}/{name} failed: {run.stderr}")
+        user = f"system:serviceaccount:{namespace}:{name}"
+        self._write_kubeconfig(Identity(f"sa-{namespace}-{name}", user, (), run.stdout.strip()))
+        return self.kubeconfig(f"sa-{namespace}-{name}")
+
     def stop(self) -> None:
         """Stop the apiserver, then etcd; each is attempted even if another fails."""
         errors: list[BaseException] = []

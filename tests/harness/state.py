@@ -40,6 +40,7 @@ NETWORK_RESOURCES: Final = {NETWORK_KIND: NETWORKS, PARAM_SET_KIND: PARAM_SETS}
 REPORT_APIS: Final = ("openreports", "wgpolicyk8s")
 RECIPE: Final = ("nicguard-system", "nicguard-recipe")
 ESTABLISH_TIMEOUT: Final = "60s"
+ESTABLISH_SECONDS: Final = 60.0
 STATE_TIMEOUT: Final = 10.0
 
 Run = subprocess.CompletedProcess[str]
@@ -104,11 +105,40 @@ def install_crds(
     ``create``, never client-side ``apply``: the Trainer and JobSet CRDs are far larger than the
     256 KiB a ``last-applied-configuration`` annotation may hold.
     """
-    files = crd_files(network_api=network_api, trainer=trainer, jobset=jobset)
+    create_crds(plane, crd_files(network_api=network_api, trainer=trainer, jobset=jobset))
+
+
+def create_crds(plane: ControlPlane, files: list[Path]) -> None:
+    """``kubectl create`` the CRDs of ``files``; wait until each is Established."""
     args = [arg for f in files for arg in ("-f", str(f))]
-    checked(plane.kubectl("admin", "create", *args), "creating the CRDs")
-    wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}", "crd", "--all"]
-    checked(plane.kubectl("admin", *wait), "waiting for the CRDs")
+    created = checked(plane.kubectl("admin", "create", "-o", "name", *args), "creating the CRDs")
+    wait_established(plane, created.stdout.split())
+
+
+def wait_established(plane: ControlPlane, names: list[str]) -> None:
+    """Poll until every CRD of ``names`` (``customresourcedefinition.../NAME``) is Established.
+
+    Not ``kubectl wait``: on a CRD created a moment ago, before the apiserver has written any
+    condition, it fails (``.status.conditions accessor error``) instead of waiting."""
+
+    def established() -> bool | None:
+        run = plane.kubectl("admin", "get", *names, "-o", "json")
+        if run.returncode != 0:
+            return None
+        found = json.loads(run.stdout)
+        crds = found.get("items", [found])
+        return (
+            all(
+                any(
+                    c.get("type") == "Established" and c.get("status") == "True"
+                    for c in crd.get("status", {}).get("conditions") or []
+                )
+                for crd in crds
+            )
+            or None
+        )
+
+    wait_until(established, timeout=ESTABLISH_SECONDS, what=f"CRDs {names} Established")
 
 
 def install_report_crds(plane: ControlPlane, *apis: str) -> None:
@@ -121,10 +151,7 @@ def install_report_crds(plane: ControlPlane, *apis: str) -> None:
     files = [f for api in chosen for f in sorted((CRDS / api).glob("*.yaml"))]
     if len(files) != 2 * len(chosen):  # each API: its namespaced and its cluster-scoped kind
         raise RuntimeError(f"unexpected report CRD files for {chosen}: {files}")
-    args = [arg for f in files for arg in ("-f", str(f))]
-    created = checked(plane.kubectl("admin", "create", "-o", "name", *args), "creating the CRDs")
-    wait = ["wait", "--for=condition=Established", f"--timeout={ESTABLISH_TIMEOUT}"]
-    checked(plane.kubectl("admin", *wait, *created.stdout.split()), "waiting for the CRDs")
+    create_crds(plane, files)
 
 
 def grant_developers(plane: ControlPlane) -> None:

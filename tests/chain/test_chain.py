@@ -1,0 +1,287 @@
+"""TrainJob to Pods through the real controllers, each write judged at nicguard's doors.
+
+Users act with ``kubectl``; Trainer writes the runtime snapshot and the JobSet, JobSet the Jobs,
+the Job controller the Pods. Every assertion is on what those controllers wrote or were told.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import pytest
+import yaml
+
+from tests.harness import expect
+from tests.harness.chain import Chain
+from tests.harness.chain_reads import (
+    CHAIN_TIMEOUT,
+    JOB_CONTROLLER_SA,
+    JOBSET_LABEL,
+    JOBSET_SA,
+    NUM_NODES,
+    TRAINER_SA,
+    allowed_writers,
+    bound_runtime,
+    get,
+    items,
+    pods,
+    wait_pods,
+    wiring,
+)
+from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
+from tests.harness.objects import (
+    INTERFACES,
+    RECIPE_PAIRS,
+    TRAINER_V2_3,
+    as_list,
+    interfaces,
+    node_annotations,
+    node_override,
+    runtime,
+    trainjob,
+    unique,
+    with_pairs,
+)
+from tests.harness.procs import wait_until
+from tests.harness.state import AS_BREAK_GLASS, Run, checked
+
+pytestmark = [pytest.mark.e2e, pytest.mark.chain]
+
+FAILED_EVENT: Final = "TrainJobResourcesCreationFailed"
+# The recipe's networks with gpu-nic-0 and gpu-nic-1 exchanged: each on the other's interface.
+MISPLACED: Final = (("eth1", "gpu-nic-1"), ("eth2", "gpu-nic-0"), *RECIPE_PAIRS[2:])
+# The recipe's pairs, eth1 and eth2 in another order: breaks only the recipe's binding.
+REORDERED: Final = tuple(with_pairs(RECIPE_PAIRS, (0, 1)))
+
+
+def failure_events(chain: Chain, namespace: str, job: str) -> list[dict[str, Any]]:
+    selector = f"involvedObject.kind=TrainJob,involvedObject.name={job},reason={FAILED_EVENT}"
+    return items(chain, "events", "-n", namespace, "--field-selector", selector)
+
+
+def wait_failure_event(chain: Chain, namespace: str, job: str) -> str:
+    """The message of Trainer's ``TrainJobResourcesCreationFailed`` Event on the TrainJob."""
+    events = wait_until(
+        lambda: failure_events(chain, namespace, job) or None,
+        timeout=CHAIN_TIMEOUT,
+        what=f"a {FAILED_EVENT} Event on TrainJob {namespace}/{job}",
+        diagnose=chain.report,
+    )
+    return str(events[0]["message"])
+
+
+def snapshot_name(job: str) -> str:
+    return f"{job}-runtime-snapshot"
+
+
+def apply_breaking_glass(chain: Chain, obj: dict[str, Any]) -> Run:
+    """``kubectl apply`` of ``obj`` by a member of the group ``nicguard:break-glass``."""
+    return chain.plane.kubectl("admin", "apply", "-f", "-", *AS_BREAK_GLASS, input=json.dumps(obj))
+
+
+def test_recipe_wired_trainjob_reaches_pods_with_the_admitted_wiring(
+    chain: Chain, namespace: str
+) -> None:
+    """(a) Runtime, TrainJob, snapshot, JobSet, Job, Pods: each admitted by nicguard, written by
+    its own controller, and every Pod carries the runtime's annotation byte for byte."""
+    name, wired = bound_runtime(chain)
+    job = unique("job")
+    expect.allowed(chain.stack.apply(trainjob(job, namespace, name)), "created")
+
+    found = wait_pods(chain, namespace, job)
+    assert [wiring(pod) for pod in found] == [wired] * NUM_NODES
+    snapshot = get(chain, "configmap", snapshot_name(job), "-n", namespace)
+    snapshot_runtime = yaml.safe_load(snapshot["data"]["runtime"])
+    assert node_annotations(snapshot_runtime)[INTERFACES] == wired
+    (jobset_node,) = get(chain, "jobset", job, "-n", namespace)["spec"]["replicatedJobs"]
+    assert (
+        jobset_node["template"]["spec"]["template"]["metadata"]["annotations"][INTERFACES] == wired
+    )
+    assert allowed_writers(chain, namespace) == {
+        "TrainJob": {"alice"},
+        "ConfigMap": {TRAINER_SA},
+        "JobSet": {TRAINER_SA},
+        "Job": {JOBSET_SA},
+        "Pod": {JOB_CONTROLLER_SA},
+    }
+
+
+def test_legal_runtime_patches_reach_pods_and_a_misplaced_patch_is_refused(
+    chain: Chain, namespace: str
+) -> None:
+    """(b) A patch that keeps the recipe's wiring and adds an annotation runs, both reaching the
+    Pods; one that exchanges two Networks' interfaces is refused at the TrainJob."""
+    name, wired = bound_runtime(chain)
+    legal = trainjob(unique("job"), namespace, name)
+    team = {"example.com/team": "llm-pretrain"}
+    legal["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: wired, **team})
+    expect.allowed(chain.stack.apply(legal), "created")
+    for pod in wait_pods(chain, namespace, legal["metadata"]["name"]):
+        assert wiring(pod) == wired
+        assert pod["metadata"]["annotations"]["example.com/team"] == "llm-pretrain"
+
+    misplaced = trainjob(unique("job"), namespace, name)
+    misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
+    run = chain.stack.apply(misplaced)
+    subject = f"TrainJob/{namespace}/{misplaced['metadata']['name']}"
+    expect.denied(run, subject, "MappingDivergesFromRecipe", "eth1->gpu-nic-1")
+    assert (
+        chain.stack.kubectl(
+            "get", "trainjob", misplaced["metadata"]["name"], "-n", namespace
+        ).returncode
+        == 1
+    )
+
+
+def tampered(snapshot: dict[str, Any], pairs: tuple[tuple[str, str], ...]) -> str:
+    """The snapshot's ``runtime`` with the node pods' wiring replaced by ``pairs``."""
+    copy = yaml.safe_load(snapshot["data"]["runtime"])
+    node_annotations(copy)[INTERFACES] = interfaces(pairs)
+    return str(yaml.safe_dump(copy, sort_keys=False))
+
+
+def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
+    chain: Chain, namespace: str
+) -> None:
+    """(c) A runtime edit is refused; a snapshot edit is refused; a snapshot edited with the
+    break-glass is stopped at the JobSet door when the TrainJob resumes, and no Pod is made."""
+    name, _ = bound_runtime(chain)
+    edit = runtime(name, pairs=REORDERED, recipe_bound=True)
+    expect.denied(
+        chain.stack.apply(edit, who="admin"),
+        f"ClusterTrainingRuntime/{name}",
+        "MappingDivergesFromRecipe",
+    )
+
+    job = unique("job")
+    suspended = trainjob(job, namespace, name)
+    suspended["spec"]["suspend"] = True
+    expect.allowed(chain.stack.apply(suspended), "created")
+    snapshot = wait_until(
+        lambda: (
+            items(
+                chain,
+                "configmaps",
+                "-n",
+                namespace,
+                "--field-selector",
+                f"metadata.name={snapshot_name(job)}",
+            )
+            or None
+        ),
+        timeout=CHAIN_TIMEOUT,
+        what=f"Trainer's snapshot of {job}",
+        diagnose=chain.report,
+    )[0]
+    wait_until(
+        lambda: items(chain, "jobs", "-n", namespace, "-l", f"{JOBSET_LABEL}={job}") or None,
+        timeout=CHAIN_TIMEOUT,
+        what=f"the suspended Jobs of {job}",
+        diagnose=chain.report,
+    )
+
+    patch = json.dumps({"data": {"runtime": tampered(snapshot, MISPLACED)}})
+    target = ["configmap", snapshot_name(job), "-n", namespace]
+    refused = chain.plane.kubectl("admin", "patch", *target, "--type=merge", "-p", patch)
+    expect.denied(
+        refused,
+        f"ConfigMap/{namespace}/{snapshot_name(job)}",
+        "MappingDivergesFromRecipe",
+        webhook="snapshot.nicguard.dev",
+    )
+
+    glass = {"metadata": {"labels": {"nicguard.dev/break-glass": "true"}}}
+    glass_patch = json.dumps(json.loads(patch) | glass)
+    broken = chain.plane.kubectl(
+        "admin", "patch", *target, "--type=merge", "-p", glass_patch, *AS_BREAK_GLASS
+    )
+    checked(broken, "the break-glass snapshot edit")
+
+    resume = json.dumps({"spec": {"suspend": False}})
+    checked(
+        chain.stack.kubectl(
+            "patch", "trainjob", job, "-n", namespace, "--type=merge", "-p", resume
+        ),
+        "resuming",
+    )
+    message = wait_failure_event(chain, namespace, job)
+    assert 'admission webhook "workloads.nicguard.dev" denied the request' in message, message
+    assert f"JobSet/{namespace}/{job}: [NetworkMisplaced]" in message, message
+    assert get(chain, "jobset", job, "-n", namespace)["spec"]["suspend"] is True
+    assert pods(chain, namespace, job) == []
+
+
+def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, namespace: str) -> None:
+    """(d) Break-glass TrainJobs: the recipe's pairs in another order reach the Pods as written;
+    a misplaced Network is refused at the JobSet, Trainer's Event carries nicguard's message,
+    and no Pod is created."""
+    name, _ = bound_runtime(chain)
+    reordered = trainjob(unique("job"), namespace, name)
+    reordered["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
+    reordered["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(REORDERED)})
+    checked(apply_breaking_glass(chain, reordered), "the break-glass TrainJob")
+    for pod in wait_pods(chain, namespace, reordered["metadata"]["name"]):
+        assert wiring(pod) == interfaces(REORDERED)
+
+    misplaced = trainjob(unique("job"), namespace, name)
+    misplaced["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
+    misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
+    checked(apply_breaking_glass(chain, misplaced), "the misplaced break-glass TrainJob")
+    job = misplaced["metadata"]["name"]
+    message = wait_failure_event(chain, namespace, job)
+    assert 'admission webhook "workloads.nicguard.dev" denied the request' in message, message
+    assert f"JobSet/{namespace}/{job}: [NetworkMisplaced]" in message, message
+    assert "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2)" in message, message
+    assert pods(chain, namespace, job) == []
+    assert chain.plane.kubectl("admin", "get", "jobset", job, "-n", namespace).returncode == 1
+
+
+def dra_bound_runtime(namespace: str) -> dict[str, Any]:
+    """The shipped runtime as a TrainingRuntime bound to the DRA profile ``a4-dranet``: no
+    interfaces annotation, its node pods claiming every RDMA NIC by ``default-rdma``."""
+    obj = runtime(unique("chain-dranet"), namespace=namespace)
+    obj["metadata"]["labels"]["nicguard.dev/profile"] = "a4-dranet"
+    annotations = node_annotations(obj)
+    for key in (INTERFACES, "networking.gke.io/default-interface"):
+        del annotations[key]
+    (node,) = obj["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": "rdma", "resourceClaimTemplateName": "default-rdma"}]
+    (container,) = (c for c in pod["containers"] if c["name"] == "node")
+    container["resources"]["claims"] = [{"name": "rdma"}]
+    return obj
+
+
+def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace: str) -> None:
+    """(h) A runtime wired by DRA claim on ``resource.k8s.io/v1``: its claim template, runtime,
+    TrainJob and snapshot admitted, the unwired JobSet, Job and Pods never sent, and the claims
+    reach every Pod."""
+    objects = [
+        device_class(RDMA),
+        device_class(NETDEV),
+        claim_template(namespace, "default-rdma", allocationMode="All"),
+    ]
+    applied = chain.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects))
+    checked(applied, "the DeviceClasses and the ResourceClaimTemplate")
+    obj = dra_bound_runtime(namespace)
+    pod = obj["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    chain.stack.judged(obj, "", who="admin")  # nicguard's cache holds the template
+    expect.allowed(chain.stack.apply(obj, who="admin"), "created")
+    job = unique("job")
+    expect.allowed(
+        chain.stack.apply(trainjob(job, namespace, obj["metadata"]["name"], "TrainingRuntime")),
+        "created",
+    )
+
+    for found in wait_pods(chain, namespace, job):
+        assert found["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
+        (node,) = (c for c in found["spec"]["containers"] if c["name"] == "node")
+        assert node["resources"]["claims"] == [{"name": "rdma"}]
+        assert INTERFACES not in found["metadata"].get("annotations", {})
+    assert allowed_writers(chain, namespace) == {
+        "ResourceClaimTemplate": {"admin"},
+        "TrainingRuntime": {"admin"},
+        "TrainJob": {"alice"},
+        "ConfigMap": {TRAINER_SA},
+    }
