@@ -172,12 +172,18 @@ class Metrics:
             self._requests_by_labels[labels] = requests
         requests.inc()
         self.duration.observe(seconds)
+        if not verdict.violations:
+            return
+        # One increment per code: an object of thousands of templates has thousands of violations.
+        counts: dict[str, int] = {}
         for violation in verdict.violations:
             code = violation.code.value
+            counts[code] = counts.get(code, 0) + 1
+        for code, count in counts.items():
             violations = self._violations_by_code.get(code)
             if violations is None:
                 violations = self._violations_by_code[code] = self.violations.labels(code)
-            violations.inc()
+            violations.inc(count)
 
     def closing(self, listener: str, reasons: Iterable[str]) -> Callable[[str], None]:
         """Counts the connections ``listener`` closes; every reason is exported (0) from now."""
