@@ -17,8 +17,10 @@ from app.web.response import (
     WARNING_MAX_CHARS,
     WARNINGS_MAX_TOTAL,
     audit_annotations,
+    bounded_causes,
     bounded_message,
     bounded_warnings,
+    denial_status,
     review_response,
     subject,
 )
@@ -229,10 +231,11 @@ def _unbounded_message(prefix: str, lines: list[str]) -> str:
 @pytest.mark.parametrize("count", [1, 40, MESSAGE_MAX_BYTES + 1, 16_000])
 def test_thousands_of_violations_are_counted_not_rendered(count: int) -> None:
     found = tuple(violation(Code.NETWORK_DUPLICATED, "", f"spec.x[{n}]") for n in range(count))
-    status = review_response(admission(), Verdict(violations=found))["response"]["status"]
+    verdict = Verdict(violations=found)
     lines = [v.render() for v in found]
-    assert status["message"] == _unbounded_message("TrainingRuntime/team-a/r: ", lines)
-    causes = status["details"]["causes"]
+    message = denial_status(admission(), verdict)["message"]
+    assert message == _unbounded_message("TrainingRuntime/team-a/r: ", lines)
+    causes = bounded_causes(verdict)
     assert len(causes) == min(count, CAUSES_MAX)
     assert [c["field"] for c in causes[: CAUSES_MAX - 1]] == [v.field for v in found][
         : CAUSES_MAX - 1
