@@ -168,6 +168,7 @@ def test_a_costly_body_that_is_no_review_is_refused_as_a_small_one_is(
     padding = " " * COSTLY_FROM_BYTES
     for body, reason in [
         (b"[" + padding.encode(), "body is not valid JSON"),
+        (b"[" * COSTLY_FROM_BYTES + b"]" * COSTLY_FROM_BYTES, "body is not valid JSON"),
         (json.dumps({"kind": "Other", "pad": padding}).encode(), "body is not an AdmissionReview"),
     ]:
         status, answer = asyncio.run(_post(_app(example_state), body))
