@@ -51,9 +51,9 @@ RUNTIME_FETCH_SECONDS: Final = 1.0
 # never on the event loop that answers the other reviews and the probes. A smaller one costs at
 # most a few milliseconds: on the loop, the thread hand-off would cost it more than it saves.
 COSTLY_FROM_BYTES: Final = 64 * 1024
-# How long a costly review waits for its turn: beyond that, the ones before it would have it
-# answered after the webhook's 3 s timeout, so it is refused at once (503), never allowed.
-COSTLY_WAIT_SECONDS: Final = 1.5
+# How long a costly review waits for its turn: the second left of the webhook's 3 s timeout is
+# for judging it (0.2 s of CPU at most). Beyond that it is refused at once (503), never allowed.
+COSTLY_WAIT_SECONDS: Final = 2.0
 
 
 def create_admission_app(
