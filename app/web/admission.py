@@ -157,11 +157,8 @@ class _Validate:
         the answer is sent: not held while it waits for a client that does not read (no longer
         reserved in the body budget then)."""
         body = await body_bytes(scope, receive, self._body_timeout)
-        if len(body) < COSTLY_FROM_BYTES:
-            return await self._judge_on_loop(body, scope, started)
-        return await self._judge_aside(body, scope, started)
-
-    async def _judge_on_loop(self, body: bytes, scope: Scope, started: float) -> bytes:
+        if len(body) >= COSTLY_FROM_BYTES:
+            return await self._judge_aside(body, scope, started)
         decoded_body = decoded(body)
         if decodes_yaml(decoded_body):
             admission = await asyncio.get_running_loop().run_in_executor(
@@ -181,8 +178,8 @@ class _Validate:
         except TimeoutError:
             raise HTTPProblemError(
                 503,
-                f"reviews over {COSTLY_FROM_BYTES // 1024} KiB before this one kept it waiting "
-                f"{self._costly_wait:g} s; refused unjudged, retry",
+                f"reviews of {COSTLY_FROM_BYTES // 1024} KiB or more before this one kept it "
+                f"waiting {self._costly_wait:g} s; refused unjudged, retry",
             ) from None
         try:
             loop = asyncio.get_running_loop()

@@ -71,13 +71,15 @@ def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, ob
 def bounded_causes(verdict: Verdict) -> list[dict[str, str]]:
     """One cause per object a violation names (dependents), else one per violation; at most
     20, the last saying how many more there are when that is not all."""
-    causes: list[tuple[str, str, str]] = []
-    total = 0
-    for v in verdict.violations:
-        named = v.causes or ((v.field, v.message),)
-        total += len(named)
-        if len(causes) <= CAUSES_MAX:  # the rest are only counted
-            causes.extend((v.code.value, field, message) for field, message in named)
+    violations = verdict.violations
+    # Beyond the first 20 violations, what is left is only counted.
+    listed = violations if len(violations) <= CAUSES_MAX else violations[:CAUSES_MAX]
+    causes = [
+        (v.code.value, field, message)
+        for v in listed
+        for field, message in (v.causes or ((v.field, v.message),))
+    ]
+    total = len(causes) if listed is violations else sum(len(v.causes) or 1 for v in violations)
     if total > CAUSES_MAX:
         more = total - CAUSES_MAX + 1
         reason = causes[CAUSES_MAX - 1][0]

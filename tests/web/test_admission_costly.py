@@ -155,7 +155,7 @@ def test_a_costly_review_kept_waiting_for_its_turn_is_refused_not_allowed(
     assert (first_status, first["response"]["allowed"]) == (200, False)
     assert second_status == 503
     assert second == {
-        "error": "reviews over 64 KiB before this one kept it waiting 0.05 s; "
+        "error": "reviews of 64 KiB or more before this one kept it waiting 0.05 s; "
         "refused unjudged, retry",
         "status": 503,
     }
