@@ -1,6 +1,6 @@
 """The costliest review any JobSet writer can make the apiserver send (SPEC §15: a 3 MiB UPDATE
 with 2,000 wired templates, old and new), from three clients at once, against a live
-``nicguard serve`` (file mode, real TLS) on a machine two busy processes keep loaded. Every such
+``nicguard serve`` (file mode, real TLS) on a machine three busy processes keep loaded. Every such
 review is answered with its verdict within the webhook's 3 s timeout, a small review sent
 meanwhile within 1 s, ``/healthz`` within 1 s, and RSS stays within 200 MiB (SPEC §10). The
 numbers it prints are the ones in RELIABILITY.md."""
@@ -28,7 +28,7 @@ from tests.support.paths import ROOT
 pytestmark = pytest.mark.slow
 
 SENDERS: Final = 3
-HOGS: Final = 2
+HOGS: Final = 3  # more than the cores (2): the server gets a share of one, not a core
 REVIEW_BOUND_S: Final = 3.0  # the shipped timeoutSeconds of workloads.nicguard.dev
 SMALL_BOUND_S: Final = 1.0
 HEALTHZ_BOUND_S: Final = 1.0
