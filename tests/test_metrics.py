@@ -6,6 +6,7 @@ from app.domain.cluster import CacheStatus
 from app.domain.drift import EVERYTHING, DriftBook
 from app.domain.kinds import Kind
 from app.domain.policy import Policy
+from app.domain.verdict import Code, Verdict, Violation
 from app.metrics import Metrics
 from tests.builders import GPU_NICS, network, runtime, snapshot, wired
 
@@ -53,3 +54,16 @@ def test_certificate_facts_are_absent_until_the_controller_is_watched() -> None:
     text = metrics.render().decode()
     assert "\nnicguard_cabundle_verifies 1.0" in text
     assert "\nnicguard_ca_certificate_expiry_timestamp_seconds 1.7e+09" in text
+
+
+def test_a_verdicts_violations_are_counted_per_code() -> None:
+    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    found = [Code.NETWORK_DUPLICATED] * 7_000 + [Code.NETWORK_NOT_FOUND] * 1_000
+    verdict = Verdict(violations=tuple(Violation(code=c, field="", message="") for c in found))
+    for _ in range(2):
+        metrics.observe(
+            verdict=verdict, kind="JobSet", operation="UPDATE", dry_run=False, seconds=0
+        )
+    text = metrics.render().decode()
+    assert 'nicguard_violations_total{code="NetworkDuplicated"} 14000.0' in text
+    assert 'nicguard_violations_total{code="NetworkNotFound"} 2000.0' in text

@@ -9,7 +9,7 @@ from app.domain.assessment import Assessment, assess
 from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap
 from app.domain.grandfather import grandfather
-from app.domain.judge import Evaluation, judge_runtime
+from app.domain.judge import Evaluation, judge_runtime, runtime_fingerprint
 from app.domain.kinds import Copy, Kind, Protected, Workload
 from app.domain.policy import Enforcement, Policy
 from app.domain.protection import judge_protected
@@ -17,7 +17,7 @@ from app.domain.review import Operation, Review
 from app.domain.snapshot import judge_snapshot
 from app.domain.trainjob import judge_trainjob
 from app.domain.verdict import Verdict
-from app.domain.workloads import judge_workload
+from app.domain.workloads import judge_workload, workload_fingerprint
 
 
 def evaluate(
@@ -76,7 +76,18 @@ def _judge_object(
     verdict = current.verdict
     if updated is None or verdict.allowed or kind is Workload.POD:
         return verdict
+    # The old object's wiring is read before it is judged, if it is judged at all: an object can
+    # hold thousands of templates (a JobSet's), and judging them costs ten times reading them.
+    if isinstance(kind, Workload):
+        if workload_fingerprint(kind, updated) != current.fingerprint:
+            return verdict  # the update changes the wiring: full verdict
+        # The same fingerprint, the same codes (workload_fingerprint): what the old object had.
+        return grandfather(verdict, verdict)
+    if kind.is_runtime and runtime_fingerprint(updated) != current.fingerprint:
+        return verdict
+    # Judged: a runtime's binding (its labels) is no part of its wiring; a TrainJob's wiring is
+    # its runtime's, read from the view.
     previous = evaluate_object(kind, updated, review.namespace, view, policy)
     if previous.fingerprint != current.fingerprint:
-        return verdict  # the update changes the wiring: full verdict
+        return verdict
     return grandfather(verdict, previous.verdict)

@@ -82,18 +82,7 @@ def judge_runtime(
     templates; never raises. ``binding`` replaces its own (a runtime snapshot is bound as its
     runtime is); ``named`` as for ``judge_subjects``; ``pods_in`` is the namespace its pods run
     in when that is not its own (a runtime snapshot's TrainJob's)."""
-    templates = job_templates(obj)
-    subjects = tuple(
-        [
-            template_subject(t, template_wiring(t))
-            if isinstance(t, PodTemplate)
-            else Subject(t.job, Wiring(None, None, t.path), t)
-            for t in templates.wired
-        ]
-    )
-    annotated = templates.annotated
-    if annotated:
-        subjects += tuple(template_subject(t, template_wiring(t), wired=False) for t in annotated)
+    subjects = _runtime_subjects(obj)
     if pods_in is None and kind.namespaced:
         pods_in = str_at(obj, "metadata", "namespace") or DEFAULT_NAMESPACE
     out = VerdictBuilder()
@@ -106,7 +95,34 @@ def judge_runtime(
         named=named,
         namespace=pods_in,
     )
-    return Evaluation(out.build(), tuple(s.fingerprint() for s in subjects))
+    return Evaluation(out.build(), fingerprint_of(subjects))
+
+
+def runtime_fingerprint(obj: JsonMap) -> tuple[object, ...]:
+    """The fingerprint ``judge_runtime`` gives a runtime, read without judging it."""
+    return fingerprint_of(_runtime_subjects(obj))
+
+
+def fingerprint_of(subjects: tuple[Subject, ...]) -> tuple[object, ...]:
+    """What UPDATE grandfathering compares: each judged template's job, wiring and claims."""
+    return tuple(s.fingerprint() for s in subjects)
+
+
+def _runtime_subjects(obj: JsonMap) -> tuple[Subject, ...]:
+    """A runtime's wired templates (first), then its annotated ones."""
+    templates = job_templates(obj)
+    subjects = tuple(
+        [
+            template_subject(t, template_wiring(t))
+            if isinstance(t, PodTemplate)
+            else Subject(t.job, Wiring(None, None, t.path), t)
+            for t in templates.wired
+        ]
+    )
+    annotated = templates.annotated
+    if annotated:
+        subjects += tuple(template_subject(t, template_wiring(t), wired=False) for t in annotated)
+    return subjects
 
 
 def judge_subjects(

@@ -10,7 +10,7 @@ from typing import Final
 from app.domain.annotation import INTERFACES_ANNOTATION
 from app.domain.cluster import ClusterView
 from app.domain.fields import FieldPath, JsonMap, as_list, map_at, str_at, value_at
-from app.domain.judge import Evaluation, judge_subjects, template_subject
+from app.domain.judge import Evaluation, Subject, fingerprint_of, judge_subjects, template_subject
 from app.domain.kinds import Workload
 from app.domain.policy import Policy, Workloads
 from app.domain.profiles import UNBOUND
@@ -46,7 +46,7 @@ def judge_workload(
     if policy.workloads is Workloads.OFF:
         return Evaluation(Verdict(), ())
     templates = workload_templates(kind, obj)
-    subjects = tuple(template_subject(t, template_wiring(t), wired=False) for t in templates)
+    subjects = _subjects(templates)
     out = VerdictBuilder().scoped(f"{describe_workload(kind, obj, namespace)}: ")
     # A JobSet's findings name their replicatedJob, as a runtime's do; a Job or Pod has one.
     named = kind is Workload.JOB_SET
@@ -65,7 +65,22 @@ def judge_workload(
     verdict = out.build()
     if policy.workloads is Workloads.WARN and not verdict.allowed:
         verdict = verdict.allowing(warned=False)
-    return Evaluation(verdict, tuple(s.fingerprint() for s in subjects))
+    return Evaluation(verdict, fingerprint_of(subjects))
+
+
+def workload_fingerprint(kind: Workload, obj: JsonMap) -> tuple[object, ...]:
+    """The fingerprint ``judge_workload`` gives ``obj``, read without judging it.
+
+    Every rule at this door reads only what the fingerprint holds (each annotated template's job,
+    wiring values and claims) besides the view, the policy and the namespace, which an UPDATE
+    shares between its objects: two objects with one fingerprint get the same codes. (An UPDATE
+    that removes a template's wiring changes the jobs the fingerprint lists.)
+    """
+    return fingerprint_of(_subjects(workload_templates(kind, obj)))
+
+
+def _subjects(templates: tuple[PodTemplate, ...]) -> tuple[Subject, ...]:
+    return tuple(template_subject(t, template_wiring(t), wired=False) for t in templates)
 
 
 def _removed_wiring(

@@ -29,7 +29,8 @@ from app.web.body import (
     BODY_TIMEOUT_SECONDS,
     ClientGoneError,
     HTTPProblemError,
-    json_body,
+    body_bytes,
+    decoded,
 )
 from app.web.body_budget import MIB
 from app.web.request import (
@@ -45,6 +46,14 @@ from app.web.runtime_reads import Outcome, RuntimeReads
 PATH: Final = "/validate"
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
 RUNTIME_FETCH_SECONDS: Final = 1.0
+# A body this large may hold thousands of wired templates (a 3 MiB JobSet UPDATE holds 2,000, old
+# and new: ~0.25 s of CPU), so it is decoded and judged on a thread of its own, one at a time,
+# never on the event loop that answers the other reviews and the probes. A smaller one costs at
+# most a few milliseconds: on the loop, the thread hand-off would cost it more than it saves.
+COSTLY_FROM_BYTES: Final = 64 * 1024
+# How long a costly review waits for its turn: the second left of the webhook's 3 s timeout is
+# for judging it (0.2 s of CPU at most). Beyond that it is refused at once (503), never allowed.
+COSTLY_WAIT_SECONDS: Final = 2.0
 
 
 def create_admission_app(
@@ -56,12 +65,15 @@ def create_admission_app(
     body_timeout: float = BODY_TIMEOUT_SECONDS,
     fetch_runtime: RuntimeFetch | None = None,
     recipe: ObjectName | None = None,
+    costly_wait: float = COSTLY_WAIT_SECONDS,
 ) -> ASGIApp:
     """``draining()`` true (after SIGTERM): answers carry ``Connection: close``. A body not
     received within ``body_timeout`` seconds is answered with a 408. ``fetch_runtime`` reads a
     TrainJob's runtime that ``view`` lacks (Kubernetes mode), within 1 s, under the bounds of
     ``RuntimeReads``. ``recipe``
-    names the recipe ConfigMap, whose writes are judged (no other ConfigMap is)."""
+    names the recipe ConfigMap, whose writes are judged (no other ConfigMap is). A review of
+    ``COSTLY_FROM_BYTES`` or more is judged on a thread of its own, one at a time; one that
+    waits ``costly_wait`` seconds for its turn is answered 503."""
     validate = _Validate(
         view=view,
         policy=policy,
@@ -69,6 +81,7 @@ def create_admission_app(
         body_timeout=body_timeout,
         fetch_runtime=fetch_runtime,
         recipe=recipe,
+        costly_wait=costly_wait,
     )
     # Everything but POST /validate (other methods and paths, lifespan) goes through FastAPI, so
     # it keeps FastAPI's answers (405 with Allow, 404, trailing-slash redirects).
@@ -103,9 +116,10 @@ class _Validate:
         body_timeout: float,
         fetch_runtime: RuntimeFetch | None,
         recipe: ObjectName | None,
+        costly_wait: float,
     ) -> None:
         self._view, self._policy, self._metrics = view, policy, metrics
-        self._body_timeout = body_timeout
+        self._body_timeout, self._costly_wait = body_timeout, costly_wait
         # No fetch (file mode): no read, so no outcome of one is exported, not even as 0.
         self._runtime_reads = (
             None
@@ -117,17 +131,14 @@ class _Validate:
         # writer) is decoded here, never on the loop that answers other reviews and the probes;
         # one thread: one parse's memory at a time (docs/operations.md).
         self._decoding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="yaml-decode")
+        # Costly reviews: one decoded at a time, from its decoding to its answer.
+        self._judging = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judging")
+        self._costly_turn = asyncio.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         try:
-            body = await json_body(scope, receive, self._body_timeout)
-            if decodes_yaml(body):
-                admission = await asyncio.get_running_loop().run_in_executor(
-                    self._decoding, request_from_body, body, self._recipe
-                )
-            else:
-                admission = request_from_body(body, self._recipe)
+            status, content = 200, await self._judged(scope, receive, started)
         except HTTPProblemError as problem:
             status, content = (
                 problem.status,
@@ -137,16 +148,52 @@ class _Validate:
             status, content = 400, _problem(self._metrics, 400, str(error))
         except ClientGoneError:
             return
-        else:
-            assessment = assess(admission.review)
-            view = await self._view_for(admission, assessment)
-            status, content = 200, self._answer(admission, assessment, view, scope, started)
-            # Not held while the answer waits for a client that does not read (many times the
-            # body's bytes once decoded, and no longer reserved in the body budget then).
-            del body, admission, view
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
+
+    async def _judged(self, scope: Scope, receive: Receive, started: float) -> bytes:
+        """The answer to a review. Its body, and what was decoded from it, are let go of before
+        the answer is sent: not held while it waits for a client that does not read (no longer
+        reserved in the body budget then)."""
+        body = await body_bytes(scope, receive, self._body_timeout)
+        if len(body) >= COSTLY_FROM_BYTES:
+            return await self._judge_aside(body, scope, started)
+        decoded_body = decoded(body)
+        if decodes_yaml(decoded_body):
+            admission = await asyncio.get_running_loop().run_in_executor(
+                self._decoding, request_from_body, decoded_body, self._recipe
+            )
+        else:
+            admission = request_from_body(decoded_body, self._recipe)
+        assessment = assess(admission.review)
+        view = await self._view_for(admission, assessment)
+        return self._answer(admission, assessment, view, scope, started)
+
+    async def _judge_aside(self, body: bytes, scope: Scope, started: float) -> bytes:
+        """A costly review, decoded and judged on the judging thread once it has its turn; only
+        a TrainJob's runtime read, when it needs one, comes back to the loop."""
+        try:
+            await asyncio.wait_for(self._costly_turn.acquire(), self._costly_wait)
+        except TimeoutError:
+            raise HTTPProblemError(
+                503,
+                f"reviews of {COSTLY_FROM_BYTES // 1024} KiB or more before this one kept it "
+                f"waiting {self._costly_wait:g} s; refused unjudged, retry",
+            ) from None
+        try:
+            loop = asyncio.get_running_loop()
+            admission, assessment = await loop.run_in_executor(self._judging, self._parse, body)
+            view = await self._view_for(admission, assessment)
+            return await loop.run_in_executor(
+                self._judging, self._answer, admission, assessment, view, scope, started
+            )
+        finally:
+            self._costly_turn.release()
+
+    def _parse(self, body: bytes) -> tuple[AdmissionRequest, Assessment]:
+        admission = request_from_body(decoded(body), self._recipe)
+        return admission, assess(admission.review)
 
     async def _view_for(self, admission: AdmissionRequest, assessment: Assessment) -> ClusterView:
         """The view, plus the TrainJob's runtime read directly when the synced cache lacks it

@@ -33,13 +33,23 @@ class ClientGoneError(Exception):
 
 
 async def json_body(scope: Scope, receive: Receive, timeout: float) -> object:
+    return decoded(await body_bytes(scope, receive, timeout))
+
+
+async def body_bytes(scope: Scope, receive: Receive, timeout: float) -> bytes:
+    """The body of a JSON request, undecoded (``decoded`` decodes it)."""
     content_type, length = _headers(scope)
     if content_type.split(";", 1)[0].strip().lower() != _JSON:
         raise HTTPProblemError(415, "content type must be application/json")
     if length.isdigit() and int(length) > MAX_BODY_BYTES:
         raise HTTPProblemError(413, "body exceeds 3 MiB")
+    return await _read_body(receive, timeout)
+
+
+def decoded(body: bytes) -> object:
+    """``decode_json``, or a 400 for what is not JSON."""
     try:
-        return decode_json(await _read_body(receive, timeout))
+        return decode_json(body)
     except (ValueError, RecursionError):
         raise HTTPProblemError(400, "body is not valid JSON") from None
 

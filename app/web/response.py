@@ -23,6 +23,9 @@ CAUSE_FIELD_MAX_BYTES: Final = 1024
 ANNOTATION_MAX_BYTES: Final = 1024
 FORBIDDEN: Final = 403
 SERVICE_UNAVAILABLE: Final = 503
+# No more lines than this fit in the message (each after the first takes a newline): those
+# after them are only counted.
+_LINES_MAX: Final = MESSAGE_MAX_BYTES + 1
 _REASONS: Final = {403: "Forbidden", 503: "ServiceUnavailable", 500: "InternalError"}
 
 
@@ -49,12 +52,13 @@ def subject(admission: AdmissionRequest) -> str:
 
 def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, object]:
     code = SERVICE_UNAVAILABLE if verdict.undecided else FORBIDDEN
-    lines = [violation.render() for violation in verdict.violations]
+    violations = verdict.violations
+    lines = [violation.render() for violation in violations[:_LINES_MAX]]
     return {
         "status": "Failure",
         "code": code,
         "reason": _REASONS[code],
-        "message": bounded_message(f"{subject(admission)}: ", lines),
+        "message": bounded_message(f"{subject(admission)}: ", lines, total=len(violations)),
         "details": {
             "name": shown_field(admission.name, CAUSE_FIELD_MAX_BYTES),
             "group": shown_field(admission.group, CAUSE_MESSAGE_MAX_BYTES),
@@ -67,13 +71,17 @@ def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, ob
 def bounded_causes(verdict: Verdict) -> list[dict[str, str]]:
     """One cause per object a violation names (dependents), else one per violation; at most
     20, the last saying how many more there are when that is not all."""
+    violations = verdict.violations
+    # Beyond the first 20 violations, what is left is only counted.
+    listed = violations if len(violations) <= CAUSES_MAX else violations[:CAUSES_MAX]
     causes = [
         (v.code.value, field, message)
-        for v in verdict.violations
+        for v in listed
         for field, message in (v.causes or ((v.field, v.message),))
     ]
-    if len(causes) > CAUSES_MAX:
-        more = len(causes) - CAUSES_MAX + 1
+    total = len(causes) if listed is violations else sum(len(v.causes) or 1 for v in violations)
+    if total > CAUSES_MAX:
+        more = total - CAUSES_MAX + 1
         reason = causes[CAUSES_MAX - 1][0]
         causes = [
             *causes[: CAUSES_MAX - 1],
@@ -89,13 +97,15 @@ def bounded_causes(verdict: Verdict) -> list[dict[str, str]]:
     ]
 
 
-def bounded_message(prefix: str, lines: list[str]) -> str:
-    """``prefix`` + lines joined by newlines, at most 1 KiB of UTF-8, counting what was cut."""
-    lines = [escaped(line) for line in lines]
+def bounded_message(prefix: str, lines: list[str], *, total: int | None = None) -> str:
+    """``prefix`` + lines joined by newlines, at most 1 KiB of UTF-8, counting what was cut.
+    ``total`` counts the lines when ``lines`` holds only the first ``_LINES_MAX`` of them."""
+    count = len(lines) if total is None else total
+    lines = [escaped(line) for line in lines[:_LINES_MAX]]
     full = prefix + "\n".join(lines)
-    if size(full) <= MESSAGE_MAX_BYTES:
+    if count == len(lines) and size(full) <= MESSAGE_MAX_BYTES:
         return full
-    budget = MESSAGE_MAX_BYTES - size(prefix) - size(_more(len(lines)))
+    budget = MESSAGE_MAX_BYTES - size(prefix) - size(_more(count))
     kept: list[str] = []
     for line in lines:
         cost = size(line) + (1 if kept else 0)
@@ -105,7 +115,7 @@ def bounded_message(prefix: str, lines: list[str]) -> str:
         budget -= cost
     if not kept:  # not even the first line fits: cut it
         kept.append(cut(lines[0], budget))
-    return prefix + "\n".join(kept) + _more(len(lines) - len(kept))
+    return prefix + "\n".join(kept) + _more(count - len(kept))
 
 
 def _more(count: int) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 
@@ -75,3 +75,10 @@ def test_a_scoped_builder_adds_to_the_same_findings_and_recipe() -> None:
 def test_an_empty_builder_builds_an_allowing_verdict_without_recipe() -> None:
     assert VerdictBuilder().build() == Verdict()
     assert Verdict().recipe == "none"
+
+
+def test_a_prefixed_violation_keeps_every_other_field() -> None:
+    found = Violation(code=Code.NETWORK_IN_USE, field="f", message="m", causes=(("g", "named"),))
+    assert found.prefixed("JobSet a/b: ") == replace(found, message="JobSet a/b: m")
+    # Whoever adds a field to Violation adds it to prefixed(): this test counts them.
+    assert [f.name for f in fields(Violation)] == ["code", "field", "message", "causes"]

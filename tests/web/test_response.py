@@ -17,8 +17,10 @@ from app.web.response import (
     WARNING_MAX_CHARS,
     WARNINGS_MAX_TOTAL,
     audit_annotations,
+    bounded_causes,
     bounded_message,
     bounded_warnings,
+    denial_status,
     review_response,
     subject,
 )
@@ -206,3 +208,39 @@ def test_warnings_are_bounded(warnings: tuple[str, ...], expected: list[str]) ->
 )
 def test_audit_annotations(verdict: Verdict, expected: dict[str, str]) -> None:
     assert audit_annotations(verdict) == expected
+
+
+def _unbounded_message(prefix: str, lines: list[str]) -> str:
+    """The message as built from every line, each rendered (what bounded_message saves)."""
+    full = prefix + "\n".join(lines)
+    if len(full.encode()) <= MESSAGE_MAX_BYTES:
+        return full
+    kept: list[str] = []
+    budget = (
+        MESSAGE_MAX_BYTES - len(prefix) - len(f"\n... and {len(lines)} more (see details.causes)")
+    )
+    for line in lines:
+        if len(line) + (1 if kept else 0) > budget:
+            break
+        budget -= len(line) + (1 if kept else 0)
+        kept.append(line)
+    more = f"\n... and {len(lines) - len(kept)} more (see details.causes)"
+    return prefix + "\n".join(kept) + more
+
+
+@pytest.mark.parametrize("count", [1, 40, MESSAGE_MAX_BYTES + 1, 16_000])
+def test_thousands_of_violations_are_counted_not_rendered(count: int) -> None:
+    found = tuple(violation(Code.NETWORK_DUPLICATED, "", f"spec.x[{n}]") for n in range(count))
+    verdict = Verdict(violations=found)
+    lines = [v.render() for v in found]
+    message = denial_status(admission(), verdict)["message"]
+    assert message == _unbounded_message("TrainingRuntime/team-a/r: ", lines)
+    causes = bounded_causes(verdict)
+    assert len(causes) == min(count, CAUSES_MAX)
+    assert [c["field"] for c in causes[: CAUSES_MAX - 1]] == [v.field for v in found][
+        : CAUSES_MAX - 1
+    ]
+    if count > CAUSES_MAX:
+        assert causes[-1]["message"] == (
+            f"... and {count - CAUSES_MAX + 1} more (status.message counts the violations)"
+        )
