@@ -179,12 +179,17 @@ def running(name: str, argv: Sequence[str], url: str, log: Path) -> Iterator[Ser
     try:
         yield Server(name=name, process=process, url=url, log=log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not exited within ``timeout`` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
 
 
 def start_nicguard(
