@@ -4,7 +4,6 @@ Made once per request (``assess``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from app.domain.annotation import WIRING_KEYS
@@ -12,6 +11,7 @@ from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at
 from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
 from app.domain.review import Operation, Review
+from app.domain.value_type import value_type
 
 # Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
 # namespace controller and the garbage collector, under their own service accounts or, when the
@@ -94,7 +94,7 @@ def _protected_skip_reason(kind: Protected | Copy, review: Review) -> str | None
     return _terminating_reason(review)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Assessment:
     """Why a request is allowed without evaluation (None: it is judged), and the runtime a
     judged TrainJob is judged against (None for every other request)."""

@@ -6,12 +6,13 @@ Objects enter the core as plain decoded JSON; these helpers narrow them without 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from app.domain.value_type import value_type
 
 JsonMap = Mapping[str, object]
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class FieldPath:
     """A path like ``spec.template.spec.replicatedJobs[0]``, rendered as Kubernetes does."""
 

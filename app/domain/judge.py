@@ -6,7 +6,6 @@ overlaid by its patches (app/domain/trainjob.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from app.domain.annotation import InterfaceRef
@@ -23,13 +22,14 @@ from app.domain.rules.networks import device_mode_mismatch, network_findings, ne
 from app.domain.rules.placement import Placeable, place
 from app.domain.rules.structure import structure_of
 from app.domain.template import PodTemplate, PodTemplateMissing, job_templates
+from app.domain.value_type import value_type
 from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation
 from app.domain.wiring import Wiring, template_wiring
 
 DEFAULT_NAMESPACE: Final = "default"
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Evaluation:
     """A verdict plus the wiring fingerprint that UPDATE grandfathering compares."""
 
@@ -37,7 +37,7 @@ class Evaluation:
     fingerprint: tuple[object, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Subject:
     """One judged template of the object: its job, its wiring, or why it has none. ``wired``
     ones are judged by every rule; annotated ones (any other job whose pod template carries the

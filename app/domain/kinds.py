@@ -3,11 +3,11 @@ depends on, runtime snapshots), and how a TrainJob names its runtime."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
 from app.domain.fields import map_at, str_at
+from app.domain.value_type import value_type
 
 TRAINER_GROUP: Final = "trainer.kubeflow.org"
 TRAINER_VERSION: Final = "v1alpha1"
@@ -111,7 +111,7 @@ Role = Kind | Workload | Protected | Copy
 """What a judged request is: the dispatcher's one question (app/domain/evaluate.py)."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class RuntimeRef:
     """``spec.runtimeRef`` of a TrainJob with Trainer's CRD defaults applied."""
 

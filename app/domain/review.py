@@ -3,13 +3,13 @@ parsed from it (the recipe, a runtime snapshot)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 from app.domain.fields import JsonMap
 from app.domain.kinds import Role
 from app.domain.recipe import Recipe
 from app.domain.runtime_snapshot import RuntimeSnapshot
+from app.domain.value_type import value_type
 
 
 class Operation(StrEnum):
@@ -21,7 +21,7 @@ class Operation(StrEnum):
     CONNECT = "CONNECT"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value_type(kw_only=True)
 class Review:
     """The parts of an admission request the rules need.
 

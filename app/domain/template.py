@@ -10,11 +10,11 @@ Caches keep only what these read (``app.domain.slim``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from app.domain.annotation import INTERFACES_ANNOTATION
 from app.domain.fields import FieldPath, as_list, as_map, map_at, value_at
+from app.domain.value_type import value_type
 
 NODE_JOB: Final = "node"
 LAUNCHER_JOB: Final = "launcher"
@@ -23,7 +23,7 @@ TRAINER_ANCESTOR: Final = "trainer"
 _REPLICATED_JOBS = FieldPath("spec.template.spec.replicatedJobs")
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class PodTemplate:
     """A wired job's PodTemplateSpec: its annotations and where it sits in the object."""
 
@@ -41,7 +41,7 @@ class PodTemplate:
         return self.annotations_path.key(key)
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class PodTemplateMissing:
     """The runtime has no such job, or the job has no pod template."""
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
 
+from app.domain.value_type import value_type
+
 
 class Code(StrEnum):
     """Stable CamelCase rejection codes."""
@@ -43,7 +45,7 @@ class Code(StrEnum):
     CLUSTER_STATE_UNAVAILABLE = "ClusterStateUnavailable"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value_type(kw_only=True)
 class Violation:
     """One reason to reject: a stable code, the JSON path of the offending field, and why."""
 
@@ -96,7 +98,7 @@ class Decision(StrEnum):
     """Would have been denied; allowed under ``enforcement=warn`` (docs/rollout.md)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@value_type(kw_only=True)
 class Verdict:
     """``violations`` deny the object; ``waived`` ones were downgraded to ``warnings`` (by a
     policy, or by UPDATE grandfathering: those are also in ``grandfathered``); ``warned`` ones

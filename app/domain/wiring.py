@@ -8,14 +8,14 @@ by its own patches (Trainer >= 2.2 ``runtimePatches``, Trainer 2.1 ``podTemplate
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
 from app.domain.annotation import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION, WIRING_KEYS
 from app.domain.fields import FieldPath, JsonMap, as_list, as_map, map_at, value_at
 from app.domain.template import ANCESTOR_LABEL, NODE_JOB, TRAINER_ANCESTOR, PodTemplate
+from app.domain.value_type import value_type
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class AnnotationValue:
     """An annotation's value and the field that sets it in the reviewed object.
 
@@ -27,7 +27,7 @@ class AnnotationValue:
     inherited: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Wiring:
     """What a worker pod would carry; ``wired`` when the interfaces annotation is present."""
 

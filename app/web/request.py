@@ -5,7 +5,6 @@ Only the fields nicguard reads are looked at; the reviewed object stays a plain 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from app.documents import load_yaml
@@ -16,6 +15,7 @@ from app.domain.kinds import Copy, Protected, Role, kind_of, workload_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
+from app.domain.value_type import value_type
 from app.kubeyaml import load_snapshot_yaml
 
 API_VERSION: Final = "admission.k8s.io/v1"
@@ -29,7 +29,7 @@ class MalformedReviewError(ValueError):
     """The body is not a usable AdmissionReview v1; the text is a short reason for the 4xx."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class AdmissionRequest:
     """One parsed admission request: the core's Review, plus what the response and log need."""
 

@@ -8,8 +8,6 @@ list (docs/rules.md, hardware profiles) are held to it the same way, with their 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import ClusterView, Unverifiable
 from app.domain.fields import JsonMap
@@ -19,11 +17,12 @@ from app.domain.profiles import Profile, binding_of
 from app.domain.recipe import RecipeMissing
 from app.domain.rules import cannot_decide
 from app.domain.template import PodTemplateMissing
+from app.domain.value_type import value_type
 from app.domain.verdict import Code, VerdictBuilder, Violation
 from app.domain.wiring import Wiring
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Expected:
     """The mapping a bound object is held to, and who records it (for the message)."""
 

@@ -5,7 +5,6 @@ Pairs are placed, not the order of the list: GKE attaches each entry by its name
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from app.domain.annotation import InterfaceRef
 from app.domain.cluster import Unverifiable
@@ -13,11 +12,12 @@ from app.domain.policy import Placement, Policy
 from app.domain.recipe import Recipe, RecipeMissing
 from app.domain.rules import LISTED_MAX, cannot_decide, counted
 from app.domain.rules.structure import is_secondary_network
+from app.domain.value_type import value_type
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Placing:
     """Where the delivered recipe ``ref`` puts each of its Networks: network -> interface."""
 

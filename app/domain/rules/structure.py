@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -23,6 +22,7 @@ from app.domain.annotation import (
     parse_interfaces,
 )
 from app.domain.rules import counted
+from app.domain.value_type import value_type
 from app.domain.verdict import Code, Violation, shown
 from app.domain.wiring import Wiring
 
@@ -36,7 +36,7 @@ _INTERFACE_NAME_MAX_BYTES: Final = 15
 _INTERFACE_NAME_FORBIDDEN: Final = re.compile(r"[/:\s\x00-\x1f\x7f-\x9f]")
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Structure:
     """Structural violations, and the annotation's entries when later rules may judge them
     (an entry's position in the list is its index; ``eth0`` is entry 0 on a bound template).
