@@ -10,7 +10,7 @@ from typing import Final
 from app.documents import load_yaml
 from app.domain.claims import RESOURCE_API
 from app.domain.cluster import ObjectName, recipe_of
-from app.domain.fields import JsonMap, as_map, str_at
+from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Copy, Protected, Role, kind_of, workload_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.review import Operation, Review
@@ -43,15 +43,15 @@ class AdmissionRequest:
 
 
 def request_from_body(body: object, recipe: ObjectName | None = None) -> AdmissionRequest:
-    """Parse a decoded request body; raises MalformedReviewError. ``recipe`` names the recipe
-    ConfigMap: a request for it is judged (docs/rules.md), and so is a write of a runtime
+    """Parse a request body decoded from JSON; raises MalformedReviewError. ``recipe`` names the
+    recipe ConfigMap: a request for it is judged (docs/rules.md), and so is a write of a runtime
     snapshot ConfigMap (its ``data.runtime`` decoded here); any other ConfigMap is not."""
-    envelope = as_map(body)
+    envelope = _json_map(body)
     if envelope is None or envelope.get("kind") != KIND:
         raise MalformedReviewError("body is not an AdmissionReview")
     if envelope.get("apiVersion") != API_VERSION:
         raise MalformedReviewError(f"only {API_VERSION} AdmissionReview is supported")
-    request = as_map(envelope.get("request"))
+    request = _json_map(envelope.get("request"))
     if request is None:
         raise MalformedReviewError("AdmissionReview has no request")
     uid = request.get("uid")
@@ -63,11 +63,11 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
         raise MalformedReviewError(f"request.object is required for {operation}")
     # Each map is narrowed once and its keys read directly, not walked by str_at field by field:
     # this runs on every request.
-    request_kind = as_map(request.get("kind")) or _EMPTY
+    request_kind = _json_map(request.get("kind")) or _EMPTY
     group, kind = _text(request_kind.get("group")), _text(request_kind.get("kind"))
     namespace = _text(request.get("namespace"))
     name = _text(request.get("name")) or str_at(obj, "metadata", "name") or ""
-    username = _text((as_map(request.get("userInfo")) or _EMPTY).get("username"))
+    username = _text((_json_map(request.get("userInfo")) or _EMPTY).get("username"))
     judged: Role | None = (
         kind_of(group, kind)
         or workload_of(group, kind)
@@ -112,8 +112,8 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
 def decodes_yaml(body: object) -> bool:
     """Whether ``request_from_body`` may decode YAML for this body (a ConfigMap's: the recipe, a
     runtime snapshot): work the webhook keeps off its event loop."""
-    request = as_map((as_map(body) or _EMPTY).get("request")) or _EMPTY
-    request_kind = as_map(request.get("kind")) or _EMPTY
+    request = _json_map((_json_map(body) or _EMPTY).get("request")) or _EMPTY
+    request_kind = _json_map(request.get("kind")) or _EMPTY
     return request_kind.get("group") == "" and request_kind.get("kind") == Protected.RECIPE
 
 
@@ -143,11 +143,17 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _json_map(value: object) -> JsonMap | None:
+    """A JSON object of the decoded body, or None. ``as_map`` would check that every key is a
+    string: a JSON object's keys are, as the body's decoders (orjson, json) build them."""
+    return value if isinstance(value, dict) else None
+
+
 def _optional_map(request: JsonMap, key: str) -> JsonMap | None:
     value = request.get(key)
     if value is None:
         return None
-    mapping = as_map(value)
+    mapping = _json_map(value)
     if mapping is None:
         raise MalformedReviewError(f"request.{key} is not an object")
     return mapping
