@@ -37,6 +37,17 @@ def _field(text: str, max_bytes: int = FIELD_MAX_BYTES) -> str:
     return text
 
 
+def _plain(texts: tuple[str, ...]) -> bool:
+    """Whether every text is one ``_field`` leaves as it is (printable ASCII, short): checked
+    for all at once, as it holds for the apiserver's reviews."""
+    joined = "".join(texts)
+    return (
+        joined.isascii()
+        and joined.isprintable()
+        and 2 * max(map(len, texts)) + 2 <= FIELD_MAX_BYTES
+    )
+
+
 def _warnings(warnings: tuple[str, ...]) -> list[str]:
     kept = [_field(w, WARNING_MAX_BYTES) for w in warnings[:WARNINGS_MAX]]
     if len(warnings) > WARNINGS_MAX:
@@ -63,25 +74,31 @@ def record_decision(
     was presented) tell the apiserver's reviews from those of anyone else who reached /validate."""
     if not logger.isEnabledFor(logging.INFO):
         return
+    texts: tuple[str, ...] = (
+        uid, group, kind, namespace, name, username, verdict.recipe, source_address
+    )  # fmt: skip
+    if not _plain(texts):
+        texts = tuple(_field(text) for text in texts)
+    denying, grandfathered, warnings = verdict.denying, verdict.grandfathered, verdict.warnings
     fields: dict[str, object] = {
         "event_type": EVENT_DECISION,
-        "admission_uid": _field(uid),
+        "admission_uid": texts[0],
         "operation": operation,
         "dry_run": dry_run,
-        "resource_group": _field(group),
-        "resource_kind": _field(kind),
-        "resource_namespace": _field(namespace),
-        "resource_name": _field(name),
-        "request_username": _field(username),
+        "resource_group": texts[1],
+        "resource_kind": texts[2],
+        "resource_namespace": texts[3],
+        "resource_name": texts[4],
+        "request_username": texts[5],
         "allowed": verdict.allowed,
         "decision": verdict.decision.value,
         # What denied, or would have under enforcement=warn (decision "warned"); each once.
-        "violation_codes": codes_once(verdict.denying),
-        "grandfathered_codes": codes_once(verdict.grandfathered),
-        "warnings": _warnings(verdict.warnings),
-        "recipe": _field(verdict.recipe),
+        "violation_codes": codes_once(denying) if denying else [],
+        "grandfathered_codes": codes_once(grandfathered) if grandfathered else [],
+        "warnings": _warnings(warnings) if warnings else [],
+        "recipe": texts[6],
         "duration_ms": round(duration_ms, 3),
-        "source_address": _field(source_address),
+        "source_address": texts[7],
     }
     if client_subject is not None:
         fields["client_subject"] = _field(client_subject)

@@ -10,11 +10,14 @@ from collections.abc import Iterator
 from typing import Final
 
 import pytest
+from hypothesis import example, given, settings, strategies as st
 
 from app.decisions import (
     EVENT_DECISION,
     EVENT_FAILURE,
     EVENT_REJECTED,
+    FIELD_MAX_BYTES,
+    _field,
     logger,
     record_decision,
     record_failure,
@@ -189,3 +192,55 @@ def test_the_operations_page_describes_every_field_of_the_decision_line() -> Non
     rows = [line.split("|")[1] for line in table.splitlines()[2:]]
     described = [name for row in rows for name in re.findall(r"`([^`]+)`", row)]
     assert described == _decision_fields()
+
+
+_TEXT_FIELDS: Final = (
+    "admission_uid",
+    "resource_group",
+    "resource_kind",
+    "resource_namespace",
+    "resource_name",
+    "request_username",
+    "recipe",
+    "source_address",
+)
+_PLAIN: Final = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+# Plain text, and what a line must not carry as given: control characters, non-ASCII, over 255
+# characters (alone among plain ones, too).
+_TEXTS: Final = st.one_of(
+    st.text(alphabet=_PLAIN, max_size=255),
+    st.text(alphabet=_PLAIN, min_size=256, max_size=300),
+    st.text(max_size=300),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.tuples(*[_TEXTS] * len(_TEXT_FIELDS)))
+@example(texts=("u", "g", "k", "n", "x" * 256, "alice", "ns/r@7", "10.0.0.2:41234"))
+@example(texts=("u", "g", "k", "n", "x\n", "alice", "ns/r@7", "10.0.0.2:41234"))
+def test_every_text_field_is_escaped_and_cut_whatever_else_the_line_holds(
+    texts: tuple[str, ...],
+) -> None:
+    # The check for plain text is made on all of them at once: each field still gets exactly
+    # what _field gives it alone (escaped, at most FIELD_MAX_BYTES as JSON), plain or not.
+    handler = Keep()
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        uid, group, kind, namespace, name, username, recipe, source = texts
+        record_decision(
+            uid=uid, operation="CREATE", dry_run=False, group=group, kind=kind,
+            namespace=namespace, name=name, username=username, verdict=Verdict(recipe=recipe),
+            duration_ms=1.0, source_address=source, client_subject=None,
+        )  # fmt: skip
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    found = fields(handler.records[0])
+    assert [found[key] for key in _TEXT_FIELDS] == [_field(text) for text in texts]
+    for key in _TEXT_FIELDS:
+        text = found[key]
+        assert isinstance(text, str)
+        assert text.isprintable()
+        assert len(json.dumps(text)) <= FIELD_MAX_BYTES
