@@ -139,9 +139,10 @@ def bounded_warnings(warnings: tuple[str, ...]) -> list[str]:
 def audit_annotations(verdict: Verdict) -> dict[str, str]:
     """``violations``: the codes that denied, or would have under ``enforcement=warn``;
     ``grandfathered``: the codes UPDATE grandfathering downgraded, absent when none."""
+    denying = verdict.denying
     annotations = {
         "decision": verdict.decision.value,
-        "violations": cut(",".join(codes_once(verdict.denying)), ANNOTATION_MAX_BYTES),
+        "violations": cut(",".join(codes_once(denying)), ANNOTATION_MAX_BYTES) if denying else "",
     }
     if verdict.grandfathered:
         grandfathered = ",".join(codes_once(verdict.grandfathered))
