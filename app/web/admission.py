@@ -18,7 +18,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import decisions
 from app.domain.assessment import Assessment, assess
-from app.domain.cluster import ClusterView, ObjectName, RuntimeFetch, Unverifiable, WithRuntime
+from app.domain.cluster import (
+    ClusterView,
+    ObjectName,
+    RuntimeFetch,
+    RuntimeKey,
+    Unverifiable,
+    WithRuntime,
+)
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap
 from app.domain.policy import Policy
@@ -167,7 +174,9 @@ class _Validate:
         else:
             admission = request_from_body(decoded_body, self._recipe)
         assessment = assess(admission.review)
-        view = await self._view_for(admission, assessment)
+        view = self._view
+        if (missing := self._missing_runtime(assessment)) is not None:
+            view = await self._with_runtime(admission, *missing)
         return self._answer(admission, assessment, view, scope, started)
 
     async def _judge_aside(self, body: bytes, scope: Scope, started: float) -> bytes:
@@ -184,7 +193,9 @@ class _Validate:
         try:
             loop = asyncio.get_running_loop()
             admission, assessment = await loop.run_in_executor(self._judging, self._parse, body)
-            view = await self._view_for(admission, assessment)
+            view = self._view
+            if (missing := self._missing_runtime(assessment)) is not None:
+                view = await self._with_runtime(admission, *missing)
             return await loop.run_in_executor(
                 self._judging, self._answer, admission, assessment, view, scope, started
             )
@@ -195,13 +206,19 @@ class _Validate:
         admission = request_from_body(decoded(body), self._recipe)
         return admission, assess(admission.review)
 
-    async def _view_for(self, admission: AdmissionRequest, assessment: Assessment) -> ClusterView:
-        """The view, plus the TrainJob's runtime read directly when the synced cache lacks it
-        (created by the same ``kubectl apply`` a moment ago, its watch event still on the way)."""
-        reads = self._runtime_reads
-        key = assessment.runtime
+    def _missing_runtime(self, assessment: Assessment) -> tuple[RuntimeReads, RuntimeKey] | None:
+        """The reads and the runtime to read when a TrainJob's runtime is not in the synced cache
+        (created by the same ``kubectl apply`` a moment ago, its watch event still on the way).
+        Asked before any coroutine is made: almost no review needs one."""
+        reads, key = self._runtime_reads, assessment.runtime
         if reads is None or key is None or self._view.runtime(*key) is not None:
-            return self._view
+            return None
+        return reads, key
+
+    async def _with_runtime(
+        self, admission: AdmissionRequest, reads: RuntimeReads, key: RuntimeKey
+    ) -> ClusterView:
+        """The view, plus the runtime the cache lacks, read directly."""
         found: JsonMap | Unverifiable | None
         try:
             found = await reads.read(key, RUNTIME_FETCH_SECONDS)
