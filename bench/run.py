@@ -55,9 +55,12 @@ MAX_P50_VS_GO: Final = 2.5
 # times its, its p99 at most this many times its.
 MIN_THROUGHPUT_VS_DEFAULT: Final = 1.5
 MAX_P99_VS_DEFAULT: Final = 1.0
-# The FastAPI echo on nicguard's stack, at concurrency.
+# The FastAPI echo on nicguard's stack, at concurrency (SPEC §10); an allow, what the doors answer
+# almost every time, is held to more: at least 0.85 of its throughput, its p99 within 1.25.
 MIN_THROUGHPUT_RATIO: Final = 0.80
 MAX_P99_RATIO: Final = 1.5
+MIN_ALLOW_THROUGHPUT_RATIO: Final = 0.85
+MAX_ALLOW_P99_RATIO: Final = 1.25
 GO: Final = "go-echo"
 DEFAULT_ECHO: Final = "echo-default"
 ECHO: Final = "echo"
@@ -511,6 +514,22 @@ TARGETS: Final = {
         Target("p99_ms", ECHO, MAX_P99_RATIO, at_least=False),
     ),
 }
+_ALLOW_TARGETS: Final = {
+    Target("requests_per_second", ECHO, MIN_THROUGHPUT_RATIO, at_least=True): Target(
+        "requests_per_second", ECHO, MIN_ALLOW_THROUGHPUT_RATIO, at_least=True
+    ),
+    Target("p99_ms", ECHO, MAX_P99_RATIO, at_least=False): Target(
+        "p99_ms", ECHO, MAX_ALLOW_P99_RATIO, at_least=False
+    ),
+}
+
+
+def targets(comparison: Comparison) -> tuple[Target, ...]:
+    """The bars of one comparison: an allow's against the same-stack echo are the stricter."""
+    bars = TARGETS[comparison.servers]
+    if not EXPECTED_ALLOWED[comparison.review]:
+        return bars
+    return tuple(_ALLOW_TARGETS.get(bar, bar) for bar in bars)
 
 
 def report(
@@ -536,7 +555,7 @@ def report(
         _say(out)
         _say(out, "nicguard / baseline (same run):")
         for c in comparisons:
-            for target in TARGETS[c.servers]:
+            for target in targets(c):
                 ratio = c.ratio(target.metric, target.baseline)
                 held = target.holds(ratio)
                 ok = ok and held
