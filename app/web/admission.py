@@ -174,9 +174,8 @@ class _Validate:
         else:
             admission = request_from_body(decoded_body, self._recipe)
         assessment = assess(admission.review)
-        view = self._view
-        if (missing := self._missing_runtime(assessment)) is not None:
-            view = await self._with_runtime(admission, *missing)
+        missing = self._missing_runtime(assessment)
+        view = self._view if missing is None else await self._with_runtime(admission, *missing)
         return self._answer(admission, assessment, view, scope, started)
 
     async def _judge_aside(self, body: bytes, scope: Scope, started: float) -> bytes:
@@ -193,9 +192,8 @@ class _Validate:
         try:
             loop = asyncio.get_running_loop()
             admission, assessment = await loop.run_in_executor(self._judging, self._parse, body)
-            view = self._view
-            if (missing := self._missing_runtime(assessment)) is not None:
-                view = await self._with_runtime(admission, *missing)
+            missing = self._missing_runtime(assessment)
+            view = self._view if missing is None else await self._with_runtime(admission, *missing)
             return await loop.run_in_executor(
                 self._judging, self._answer, admission, assessment, view, scope, started
             )
