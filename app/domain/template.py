@@ -10,6 +10,7 @@ Caches keep only what these read (``app.domain.slim``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Final, NamedTuple
 
 from app.domain.annotation import INTERFACES_ANNOTATION
@@ -35,10 +36,31 @@ class PodTemplate:
 
     @property
     def annotations_path(self) -> FieldPath:
-        return self.path.child("metadata.annotations")
+        return _annotations_path(self.path)
 
     def annotation_path(self, key: str) -> FieldPath:
-        return self.annotations_path.key(key)
+        return _annotation_path(self.path, key)
+
+
+# Paths are values: those of the few places a template sits are built once, not per review.
+_PATHS_KEPT: Final = 256
+
+
+@lru_cache(maxsize=_PATHS_KEPT)
+def _annotations_path(template: FieldPath) -> FieldPath:
+    return template.child("metadata.annotations")
+
+
+@lru_cache(maxsize=_PATHS_KEPT)
+def _annotation_path(template: FieldPath, key: str) -> FieldPath:
+    return _annotations_path(template).key(key)
+
+
+@lru_cache(maxsize=_PATHS_KEPT)
+def _job_paths(position: int) -> tuple[FieldPath, FieldPath]:
+    """The path of the replicatedJob at ``position``, and of its pod template."""
+    job = _REPLICATED_JOBS.index(position)
+    return job, job.child("template.spec.template")
 
 
 @value_type
@@ -207,7 +229,7 @@ def _missing(job_name: str) -> PodTemplateMissing:
 
 
 def _template(job_name: str, position: int, job: object) -> PodTemplate | PodTemplateMissing:
-    job_path = _REPLICATED_JOBS.index(position)
+    job_path, template_path = _job_paths(position)
     pod_template = map_at(job, "template", "spec", "template")
     if pod_template is None:
         return PodTemplateMissing(
@@ -217,7 +239,7 @@ def _template(job_name: str, position: int, job: object) -> PodTemplate | PodTem
         )
     return PodTemplate(
         annotations=map_at(pod_template, "metadata", "annotations") or {},
-        path=job_path.child("template.spec.template"),
+        path=template_path,
         job=job_name,
         resource_claims=value_at(pod_template, "spec", "resourceClaims"),
     )
