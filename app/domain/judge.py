@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from app.domain.annotation import InterfaceRef
 from app.domain.claims import NO_CLAIMS, PodClaims, pod_claims
 from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap, str_at
@@ -20,7 +19,7 @@ from app.domain.rules.binding import Expected, expected_mapping, recipe_divergen
 from app.domain.rules.claims import Templates, bound_conflict, claim_findings, claimed_conflict
 from app.domain.rules.networks import device_mode_mismatch, network_findings, network_view
 from app.domain.rules.placement import Placeable, place
-from app.domain.rules.structure import structure_of
+from app.domain.rules.structure import Structure, structure_of
 from app.domain.template import PodTemplate, PodTemplateMissing, job_templates
 from app.domain.value_type import value_type
 from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation
@@ -153,7 +152,7 @@ def judge_subjects(
     held = _held(profile, expected, view)
     # The templates are read when a rule first needs them: most objects claim nothing.
     templates = Templates(view, policy, out, subjects[0].claims if subjects else NO_CLAIMS)
-    checked: list[tuple[Subject, tuple[InterfaceRef, ...], VerdictBuilder, Profile | None]] = []
+    checked: list[tuple[Subject, Structure, VerdictBuilder, Profile | None]] = []
     placeable: list[Placeable] = []
     for subject in subjects:
         scoped = out.scoped(f"{subject.job} job: " if named else "")
@@ -162,12 +161,12 @@ def judge_subjects(
         by_claim = claimed if subject.wired else None
         if by_claim is not None:
             _judge_claims(subject, by_claim, namespace, templates, scoped)
-        entries = _judge_template(subject, bound, held=held and subject.wired, out=scoped)
-        if entries is None:
+        structure = _judge_template(subject, bound, held=held and subject.wired, out=scoped)
+        if structure is None or structure.entries is None:
             continue
-        checked.append((subject, entries, scoped, by_claim))
+        checked.append((subject, structure, scoped, by_claim))
         if profile is None or not subject.wired:
-            placeable.append((subject.wiring, entries, scoped))
+            placeable.append((subject.wiring, structure.entries, scoped))
     if not checked:
         return
     if placeable:
@@ -178,12 +177,12 @@ def judge_subjects(
     networks = network_view(checked[0][0].wiring, view, policy, out)
     if networks is None:
         return
-    for subject, entries, scoped, by_claim in checked:
-        wiring = subject.wiring
-        network_findings(wiring, entries, networks, policy, scoped)
+    for subject, structure, scoped, by_claim in checked:
+        wiring, entries = subject.wiring, structure.entries or ()
+        network_findings(wiring, structure, networks, policy, scoped)
         # Bound (for the recipe's profile: while the recipe delivers), the param sets' modes.
         if profile is not None and expected is not None and subject.wired:
-            mismatch = device_mode_mismatch(wiring, entries, networks, profile)
+            mismatch = device_mode_mismatch(wiring, structure, networks, profile)
             if mismatch is not None:
                 scoped.deny(mismatch)
         if by_claim is not None:
@@ -233,9 +232,9 @@ def _judge_claims(
 
 def _judge_template(
     subject: Subject, expected: Expected | None, *, held: bool, out: VerdictBuilder
-) -> tuple[InterfaceRef, ...] | None:
+) -> Structure | None:
     """Structure (AICR's when ``held``, else GKE's) and binding rules of one template; its
-    entries when Networks are next."""
+    structure, entries read, when Networks are next."""
     wiring = subject.wiring
     if not wiring.wired:
         if expected is not None:
@@ -247,12 +246,11 @@ def _judge_template(
     entries = structure.entries
     if entries is None:
         return None
-    for position, entry in enumerate(entries):
-        if entry.interface is not None:
-            out.note(f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked")
+    for note in structure.notes:
+        out.note(note)
     if expected is not None:
         # Held to a mapping, the list starts with eth0->default: the rest is the mapping.
         divergence = recipe_divergence(wiring, entries[1:], expected)
         if divergence is not None:
             out.deny(divergence)
-    return entries
+    return structure

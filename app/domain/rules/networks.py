@@ -13,7 +13,7 @@ from app.domain.network import NETWORK_GROUP, NETWORK_VERSION
 from app.domain.policy import NotReady, Policy
 from app.domain.profiles import Profile
 from app.domain.rules import LISTED_MAX, cannot_decide, counted
-from app.domain.rules.structure import RESERVED_NETWORKS, is_secondary_network
+from app.domain.rules.structure import Structure, is_secondary_network
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 from app.domain.wiring import Wiring
 
@@ -75,7 +75,7 @@ def unusable_networks(
 
 
 def device_mode_mismatch(
-    wiring: Wiring, entries: tuple[InterfaceRef, ...], networks: Networks, profile: Profile
+    wiring: Wiring, structure: Structure, networks: Networks, profile: Profile
 ) -> Violation | None:
     """DeviceModeMismatch: a Network whose GKENetworkParamSet is not in the mode ``profile``
     needs for it. Nothing when the view does not describe param sets, nor for a param set that
@@ -83,9 +83,9 @@ def device_mode_mismatch(
     sets = networks.param_sets
     if sets is None:
         return None
-    met = networks.modes_met(profile.name, profile.required_mode)
-    if _all_in(entries, met):
-        return None  # the common case: a set lookup or two per entry
+    if structure.networks <= networks.modes_met(profile.name, profile.required_mode):
+        return None  # the common case
+    entries = structure.entries or ()
     # A mode is wrong, or an entry names a Network the cluster lacks (NotFound says so).
     by_name, required_mode = networks.by_name, profile.required_mode
     wrong = []
@@ -114,16 +114,6 @@ def device_mode_mismatch(
     )
 
 
-def _all_in(entries: tuple[InterfaceRef, ...], names: frozenset[str]) -> bool:
-    """Every entry that names a Network object names one of ``names``."""
-    # On every request: inline, one or two set lookups per entry, no call.
-    return all(
-        network in names or network in RESERVED_NETWORKS
-        for entry in entries
-        if (network := entry.network) is not None
-    )
-
-
 def _listing(names: Sequence[str]) -> str:
     return counted([shown(name) for name in names[:LISTED_MAX]], total=len(names))
 
@@ -148,15 +138,15 @@ def network_view(
 
 def network_findings(
     wiring: Wiring,
-    entries: tuple[InterfaceRef, ...],
+    structure: Structure,
     networks: Networks,
     policy: Policy,
     out: VerdictBuilder,
 ) -> None:
     """NetworkNotFound and NetworkNotReady (denied, or a warning under ``not-ready=warn``)."""
-    if _all_in(entries, networks.usable_set):
-        return  # the common case: every Network exists and is usable, a set lookup or two each
-    targets = network_targets(entries)
+    if structure.networks <= networks.usable_set:
+        return  # the common case: every Network exists and is usable
+    targets = network_targets(structure.entries or ())
     missing = missing_networks(wiring, targets, networks)
     if missing is not None:
         out.deny(missing)

@@ -24,7 +24,7 @@ from app.domain.annotation import (
 from app.domain.rules import counted
 from app.domain.value_type import value_type
 from app.domain.verdict import Code, Violation, shown
-from app.domain.wiring import Wiring
+from app.domain.wiring import AnnotationValue, Wiring
 
 # GKE's two names of the pod network: "pod-network" is the older one (gke-networking-api
 # IsDefaultNetwork). Either may back eth0; on a bound template neither may back another one.
@@ -47,6 +47,11 @@ class Structure:
 
     violations: tuple[Violation, ...]
     entries: tuple[InterfaceRef, ...] | None
+    networks: frozenset[str] = frozenset()
+    """The Network objects the entries name (no pod network): what the Network rules look up,
+    a set, so that the common case (all of them usable) is one subset test."""
+    notes: tuple[str, ...] = ()
+    """What is said of the entries without judging them (NetworkInterface references)."""
 
 
 def on_pod_network(entry: InterfaceRef) -> bool:
@@ -76,10 +81,12 @@ def structure_of(wiring: Wiring, *, bound: bool) -> Structure:
 
 def _memoisable(wiring: Wiring) -> bool:
     # Only strings: a malformed value may be a list (not hashable), and True == 1 as keys.
-    return all(
-        value is None or (type(value.value) is str and len(value.value) <= MEMO_MAX_CHARS)
-        for value in (wiring.interfaces, wiring.default_interface)
-    )
+    interfaces, default = wiring.interfaces, wiring.default_interface
+    return _memoisable_value(interfaces) and _memoisable_value(default)
+
+
+def _memoisable_value(value: AnnotationValue | None) -> bool:
+    return value is None or (type(value.value) is str and len(value.value) <= MEMO_MAX_CHARS)
 
 
 def _structure(wiring: Wiring, *, bound: bool) -> Structure:
@@ -122,7 +129,13 @@ def _structure(wiring: Wiring, *, bound: bool) -> Structure:
         networked = tuple(entry for entry in entries if not on_pod_network(entry))
     violations.extend(_duplicated_interfaces(wiring, entries))
     violations.extend(_duplicated_networks(wiring, entries, networked))
-    return Structure(violations=tuple(violations), entries=entries)
+    named = frozenset(e.network for e in entries if e.network is not None) - RESERVED_NETWORKS
+    notes = tuple(
+        f"{entry.pair()} (entry {position}) uses a NetworkInterface; not checked"
+        for position, entry in enumerate(entries)
+        if entry.interface is not None
+    )
+    return Structure(violations=tuple(violations), entries=entries, networks=named, notes=notes)
 
 
 _structure_memo: Final = lru_cache(maxsize=256)(_structure)

@@ -43,6 +43,28 @@ def test_a_correct_wiring_has_no_violations_and_yields_its_entries(bound: bool) 
     assert structure.entries == tuple(
         InterfaceRef(n, net) for n, net in [("eth0", "default"), *PAIRS]
     )
+    assert structure.networks == frozenset(net for _, net in PAIRS)
+    assert structure.notes == ()
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_the_networks_looked_up_are_the_network_objects_named(bound: bool) -> None:
+    # Either name of the pod network is no Network object; a NetworkInterface names none.
+    value = json.dumps(
+        [
+            {"interfaceName": "eth0", "network": "default"},
+            {"interfaceName": "eth1", "network": "gpu-nic-0"},
+            {"interfaceName": "eth2", "interface": "nic"},
+            {"interfaceName": "eth3", "network": "pod-network"},
+            {"interfaceName": "eth4", "network": "gpu-nic-1"},
+        ]
+    )
+    structure = _check({INTERFACES: value, DEFAULT_INTERFACE: "eth0"}, bound=bound)
+    assert structure.entries is not None
+    assert structure.networks == frozenset({"gpu-nic-0", "gpu-nic-1"})
+    assert structure.notes == (
+        "eth2->interface:nic (entry 2) uses a NetworkInterface; not checked",
+    )
 
 
 @pytest.mark.parametrize(
