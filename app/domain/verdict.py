@@ -5,6 +5,7 @@ Codes are an API: a test pins them and they are never renamed (docs/rules.md doc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
@@ -160,6 +161,9 @@ class VerdictBuilder:
     found: Findings = field(default_factory=Findings)
     prefix: str = ""
     """Put before every message and warning, e.g. to name the job a finding is about."""
+    subject: Callable[[], str] | None = None
+    """Says what the object is, before ``prefix``, once there is something to say: an object
+    described at length (a Pod by its controller) is described only when it has findings."""
 
     @property
     def violations(self) -> list[Violation]:
@@ -184,7 +188,9 @@ class VerdictBuilder:
 
     def scoped(self, prefix: str) -> VerdictBuilder:
         """A builder that adds to the same findings, with ``prefix`` before each message."""
-        return VerdictBuilder(self.found, self.prefix + prefix)
+        if not prefix:
+            return self  # the same findings and prefix: as good as a new builder, and free
+        return VerdictBuilder(self.found, self.prefix + prefix, self.subject)
 
     def deny(self, violation: Violation) -> None:
         self.violations.append(self._prefixed(violation))
@@ -202,12 +208,20 @@ class VerdictBuilder:
             self.waive(violation)
 
     def note(self, warning: str) -> None:
-        self.warnings.append(self.prefix + warning)
+        self.warnings.append(self._lead() + warning)
 
     def _prefixed(self, violation: Violation) -> Violation:
-        if not self.prefix:
+        lead = self._lead()
+        if not lead:
             return violation
-        return violation.prefixed(self.prefix)
+        return violation.prefixed(lead)
+
+    def _lead(self) -> str:
+        """What goes before a finding: ``prefix``, after the subject's description."""
+        subject = self.subject
+        if subject is not None:
+            self.prefix, self.subject = subject() + self.prefix, None
+        return self.prefix
 
     def build(self) -> Verdict:
         return Verdict(

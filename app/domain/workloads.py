@@ -47,7 +47,7 @@ def judge_workload(
         return Evaluation(Verdict(), ())
     templates = workload_templates(kind, obj)
     subjects = _subjects(templates)
-    out = VerdictBuilder().scoped(f"{describe_workload(kind, obj, namespace)}: ")
+    out = VerdictBuilder(subject=lambda: f"{describe_workload(kind, obj, namespace)}: ")
     # A JobSet's findings name their replicatedJob, as a runtime's do; a Job or Pod has one.
     named = kind is Workload.JOB_SET
     # The pods run in the object's namespace: its ResourceClaimTemplates are the ones to read.

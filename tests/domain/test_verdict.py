@@ -72,6 +72,42 @@ def test_a_scoped_builder_adds_to_the_same_findings_and_recipe() -> None:
     )
 
 
+def test_a_builder_without_findings_never_describes_its_subject() -> None:
+    described: list[str] = []
+
+    def subject() -> str:
+        described.append("Pod team-a/p")
+        return "Pod team-a/p: "
+
+    out = VerdictBuilder(subject=subject)
+    out.scoped("").scoped("node job: ").recipe = "ns/r@1"
+    assert out.build() == Verdict(recipe="ns/r@1")
+    assert described == []
+
+
+def test_a_described_subject_leads_every_finding_of_it_and_its_scopes() -> None:
+    out = VerdictBuilder(subject=lambda: "Pod team-a/p: ")
+    scoped = out.scoped("node job: ")
+    out.deny(_v(Code.NETWORK_NOT_FOUND))
+    scoped.judge(_v(Code.NETWORK_NOT_READY), enforce=False)
+    scoped.note("a note")
+    assert out.scoped("") is out
+    assert out.build() == Verdict(
+        violations=(
+            replace(_v(Code.NETWORK_NOT_FOUND), message="Pod team-a/p: m NetworkNotFound"),
+        ),
+        waived=(
+            replace(
+                _v(Code.NETWORK_NOT_READY), message="Pod team-a/p: node job: m NetworkNotReady"
+            ),
+        ),
+        warnings=(
+            "[NetworkNotReady] Pod team-a/p: node job: m NetworkNotReady",
+            "Pod team-a/p: node job: a note",
+        ),
+    )
+
+
 def test_an_empty_builder_builds_an_allowing_verdict_without_recipe() -> None:
     assert VerdictBuilder().build() == Verdict()
     assert Verdict().recipe == "none"
