@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Final, TypeGuard
 
-from app.domain.annotation import InterfaceRef
+from app.domain.annotation import InterfaceRef, interface_ref
 from app.domain.fields import JsonMap
 from app.domain.kinds import Kind
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL, Policy
@@ -60,7 +60,7 @@ class Profile:
 
 
 def _fixed(*pairs: tuple[str, str]) -> tuple[InterfaceRef, ...]:
-    return tuple(InterfaceRef(interface, network=network) for interface, network in pairs)
+    return tuple(interface_ref(interface, network) for interface, network in pairs)
 
 
 A3_MEGA_TCPXO: Final = Profile(

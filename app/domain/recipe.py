@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from app.domain.annotation import InterfaceRef
+from app.domain.annotation import InterfaceRef, interface_ref
 from app.domain.fields import as_list, as_map, map_at
 from app.domain.verdict import shown
 
@@ -156,7 +156,7 @@ def normalize_mapping(value: object, *, where: str) -> tuple[InterfaceRef, ...]:
             raise RecipeError(
                 f"{where} entry {position} must carry non-empty interfaceName and network strings"
             )
-        mapping.append(InterfaceRef(interface_name=name, network=network))
+        mapping.append(interface_ref(name, network))
     return tuple(mapping)
 
 

@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from app.domain.annotation import AnnotationSyntaxError, InterfaceRef, go_fold, parse_interfaces
+from app.domain.annotation import (
+    AnnotationSyntaxError,
+    InterfaceRef,
+    go_fold,
+    interface_ref,
+    parse_interfaces,
+)
+from app.domain.profiles import A4X_GB200_RDMA
+from app.domain.recipe import normalize_mapping
 from tests.builders import annotation
 
 PRIMARY = {"interfaceName": "eth0", "network": "default"}
@@ -246,3 +254,19 @@ def test_an_entry_renders_as_an_interface_arrow_target_pair(
 )
 def test_keys_fold_as_go_encoding_json_folds_them(key: str, folded: str) -> None:
     assert go_fold(key) == folded
+
+
+def test_equal_entries_read_anywhere_are_one_object() -> None:
+    # The annotation's entries, a recipe's mapping and a profile's are compared on every review:
+    # equal entries being one object, two lists compare item by item by identity.
+    parsed = parse_interfaces(_with({"interfaceName": "eth2", "network": "rdma-0"}))
+    recorded = normalize_mapping(
+        [{"interfaceName": "eth2", "network": "rdma-0"}], where="the recipe's mapping"
+    )
+    assert A4X_GB200_RDMA.mapping is not None
+    assert parsed[1] is recorded[0] is A4X_GB200_RDMA.mapping[1]
+    assert parsed[1] == InterfaceRef("eth2", "rdma-0")
+    assert (
+        interface_ref("eth1", None, "nic-1")
+        is parse_interfaces(_with({"interfaceName": "eth1", "interface": "nic-1"}))[1]
+    )

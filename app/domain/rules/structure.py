@@ -7,7 +7,7 @@ These need no cluster state; they also yield the entries for the other rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Final
 
@@ -121,12 +121,12 @@ def _structure(wiring: Wiring, *, bound: bool) -> Structure:
                 f"found {primary.pair()} first",
             )
         violations.extend(_entry_rules(wiring, entries))
-        networked = entries[1:]
+        networked: range | tuple[int, ...] = range(1, len(entries))
     else:
         violations.extend(_gke_default_interface(wiring, entries))
         violations.extend(_invalid_names(wiring, entries))
         # GKE reads an entry on the pod network as the pod network, wherever it stands.
-        networked = tuple(entry for entry in entries if not on_pod_network(entry))
+        networked = tuple(p for p, entry in enumerate(entries) if not on_pod_network(entry))
     violations.extend(_duplicated_interfaces(wiring, entries))
     violations.extend(_duplicated_networks(wiring, entries, networked))
     named = frozenset(e.network for e in entries if e.network is not None) - RESERVED_NETWORKS
@@ -258,24 +258,21 @@ def _duplicated_interfaces(
 
 
 def _duplicated_networks(
-    wiring: Wiring, entries: tuple[InterfaceRef, ...], networked: tuple[InterfaceRef, ...]
+    wiring: Wiring, entries: tuple[InterfaceRef, ...], networked: Sequence[int]
 ) -> Iterator[Violation]:
-    """A Network named by two of the ``networked`` entries (a subsequence of ``entries``)."""
-    first_seen: dict[str, InterfaceRef] = {}
-    for entry in networked:
+    """A Network named by two of the entries at the ``networked`` positions (told apart by
+    position: equal entries are one object, app/domain/annotation.py)."""
+    first_seen: dict[str, int] = {}
+    for position in networked:
+        entry = entries[position]
         if entry.network is None:
             continue
-        first = first_seen.setdefault(entry.network, entry)
-        if first is not entry:
+        first = first_seen.setdefault(entry.network, position)
+        if first != position:
             yield Violation(
                 code=Code.NETWORK_DUPLICATED,
-                field=wiring.entry_path(_position(entries, entry), "network"),
+                field=wiring.entry_path(position, "network"),
                 message=f"network {shown(entry.network)} is mapped to both "
-                f"{shown(first.interface_name)} and {shown(entry.interface_name)}; "
+                f"{shown(entries[first].interface_name)} and {shown(entry.interface_name)}; "
                 "each GPU NIC needs its own Network",
             )
-
-
-def _position(entries: tuple[InterfaceRef, ...], entry: InterfaceRef) -> int:
-    # By identity: equal entries (a repeated pair) sit at different positions.
-    return next(position for position, found in enumerate(entries) if found is entry)
