@@ -96,7 +96,17 @@ def template_annotations(template: PodTemplate) -> dict[str, AnnotationValue]:
 
 
 def template_wiring(template: PodTemplate) -> Wiring:
-    return wiring_of(template_annotations(template), template.annotations_path)
+    """``wiring_of(template_annotations(template), ...)``, built without the map between: on
+    every review, for each judged template."""
+    annotations = template.annotations
+    interfaces = default = None
+    if INTERFACES_ANNOTATION in annotations:
+        path = template.annotation_path(INTERFACES_ANNOTATION)
+        interfaces = AnnotationValue(annotations[INTERFACES_ANNOTATION], path)
+    if DEFAULT_INTERFACE_ANNOTATION in annotations:
+        path = template.annotation_path(DEFAULT_INTERFACE_ANNOTATION)
+        default = AnnotationValue(annotations[DEFAULT_INTERFACE_ANNOTATION], path)
+    return Wiring(interfaces, default, template.annotations_path)
 
 
 _RUNTIME_REF = FieldPath("spec.runtimeRef")
