@@ -151,7 +151,7 @@ def judge_subjects(
         named = len(subjects) > 1
     held = _held(profile, expected, view)
     # The templates are read when a rule first needs them: most objects claim nothing.
-    templates = Templates(view, policy, out, subjects[0].claims if subjects else NO_CLAIMS)
+    templates: Templates | None = None
     checked: list[tuple[Subject, Structure, VerdictBuilder, Profile | None]] = []
     placeable: list[Placeable] = []
     for subject in subjects:
@@ -160,6 +160,7 @@ def judge_subjects(
         bound = expected if subject.wired else None
         by_claim = claimed if subject.wired else None
         if by_claim is not None:
+            templates = templates or _templates(subjects, view, policy, out)
             _judge_claims(subject, by_claim, namespace, templates, scoped)
         structure = _judge_template(subject, bound, held=held and subject.wired, out=scoped)
         if structure is None or structure.entries is None:
@@ -188,6 +189,7 @@ def judge_subjects(
         if by_claim is not None:
             conflict = bound_conflict(wiring, entries, networks, by_claim)
         elif subject.claims.entries:
+            templates = templates or _templates(subjects, view, policy, out)
             conflict = claimed_conflict(
                 wiring, entries, networks, subject.claims, namespace, templates.state
             )
@@ -195,6 +197,14 @@ def judge_subjects(
             continue
         if conflict is not None:
             scoped.deny(conflict)
+
+
+def _templates(
+    subjects: tuple[Subject, ...], view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> Templates:
+    """The claim templates' reader of one object, whose first template's claims an unreadable
+    state is reported at."""
+    return Templates(view, policy, out, subjects[0].claims)
 
 
 def _held(profile: Profile | None, expected: Expected | None, view: ClusterView) -> bool:
