@@ -8,7 +8,7 @@ from typing import Final
 
 from app.domain.annotation import WIRING_KEYS
 from app.domain.cluster import RuntimeKey, runtime_key
-from app.domain.fields import JsonMap, map_at
+from app.domain.fields import JsonMap, map_at, value_at
 from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
 from app.domain.review import Operation, Review
 from app.domain.value_type import value_type
@@ -55,8 +55,9 @@ def skip_reason(review: Review) -> str | None:
 def _terminating_reason(review: Review) -> str | None:
     """An UPDATE of an object being deleted that changes nothing outside ``metadata`` (finalizer
     removal) is never blocked; one that changes more is judged, as Trainer still acts on it."""
-    metadata = map_at(review.obj, "metadata")
-    if metadata is None or not metadata.get("deletionTimestamp"):
+    # Almost no object is being deleted: its timestamp is looked up before its metadata is read.
+    deleting = value_at(review.obj, "metadata", "deletionTimestamp")
+    if not deleting or map_at(review.obj, "metadata") is None:
         return None
     if review.operation is not Operation.UPDATE or review.obj is None or review.old_obj is None:
         return None
