@@ -17,6 +17,8 @@ def escaped(text: str) -> str:
 
 def size(text: str) -> int:
     """UTF-8 bytes; surrogatepass: a lone surrogate (valid JSON "\\ud800") must not raise."""
+    if text.isascii():  # a flag of the string, not a scan: its length is its size
+        return len(text)
     return len(text.encode("utf-8", errors="surrogatepass"))
 
 
@@ -30,6 +32,8 @@ def cut(text: str, max_bytes: int) -> str:
 
 def shown_field(text: str, max_bytes: int) -> str:
     """Object-supplied text as a log or response field: escaped, then cut."""
+    if text.isascii() and len(text) <= max_bytes and text.isprintable():
+        return text  # what every field of an apiserver's review is: nothing to escape or cut
     return cut(escaped(text), max_bytes)
 
 

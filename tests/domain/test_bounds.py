@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, strategies as st
 
 from app.domain.bounds import codes_once, cut, escaped, shown_field, size
 from app.domain.verdict import Code, Violation
@@ -30,6 +31,18 @@ def test_cut_counts_utf8_bytes_and_marks_the_cut() -> None:
 
 def test_shown_field_escapes_then_cuts() -> None:
     assert shown_field("\n" * 100, 10) == "\\n\\n\\n\\…"
+
+
+@given(text=st.text(), max_bytes=st.integers(min_value=0, max_value=80))
+@example(text="gpu-nic-0", max_bytes=9)
+@example(text="gpu-nic-0", max_bytes=8)
+@example(text="a\tb", max_bytes=80)
+@example(text="t\ud800x", max_bytes=80)
+def test_printable_ascii_text_is_shown_as_the_full_path_shows_it(text: str, max_bytes: int) -> None:
+    # ASCII text is sized by its length and printable ASCII shown as it is: the same as
+    # encoding it, escaping and cutting it.
+    assert size(text) == len(text.encode("utf-8", errors="surrogatepass"))
+    assert shown_field(text, max_bytes) == cut(escaped(text), max_bytes)
 
 
 def test_codes_are_listed_once_in_order() -> None:
