@@ -81,23 +81,9 @@ def wiring_of(
     )
 
 
-def template_annotations(template: PodTemplate) -> dict[str, AnnotationValue]:
-    """The node template's wiring annotations, each located in the runtime object.
-
-    Only the two keys a Wiring reads: pod templates carry many other annotations, and locating
-    each of them on every request is work nothing uses.
-    """
-    annotations = template.annotations
-    return {
-        key: AnnotationValue(value=annotations[key], path=template.annotation_path(key))
-        for key in WIRING_KEYS
-        if key in annotations
-    }
-
-
 def template_wiring(template: PodTemplate) -> Wiring:
-    """``wiring_of(template_annotations(template), ...)``, built without the map between: on
-    every review, for each judged template."""
+    """The template's two wiring annotations, each located in the object (its other
+    annotations are not: locating them on every review is work nothing uses)."""
     annotations = template.annotations
     interfaces = default = None
     if INTERFACES_ANNOTATION in annotations:
@@ -120,8 +106,10 @@ def trainjob_wiring(
     """Overlay the TrainJob's annotation patches of ``job`` on the runtime's job annotations."""
     effective: dict[str, AnnotationValue] = {}
     if runtime_template is not None:
-        for key, inherited in template_annotations(runtime_template).items():
-            effective[key] = AnnotationValue(inherited.value, _RUNTIME_REF, inherited=True)
+        inherited = runtime_template.annotations
+        for key in WIRING_KEYS:
+            if key in inherited:
+                effective[key] = AnnotationValue(inherited[key], _RUNTIME_REF, inherited=True)
     for path, patch in _job_patches(trainjob, job):
         for key, value in patch.items():
             if value is not None:
