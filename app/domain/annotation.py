@@ -22,6 +22,13 @@ PRIMARY_INTERFACE: Final = "eth0"
 PRIMARY_NETWORK: Final = "default"
 # An 8-NIC annotation is ~400 characters; longer values are not kept (bounded memory).
 MEMO_MAX_CHARS: Final = 4096
+# No machine GKE runs attaches more than 18 interfaces: GCE gives an instance at most 10 vNICs,
+# and the GPU machines with the most RDMA NICs add 8 (A3 Ultra, A4; docs/rules.md). An entry is
+# at most ~300 characters (a Network's name is a 253-character DNS subdomain). A longer list is
+# refused from its length, unparsed: parsing is what a writer could make cost seconds.
+MAX_ENTRIES: Final = 64
+MAX_CHARS: Final = 32 * 1024
+MOST_INTERFACES: Final = 18
 
 
 class AnnotationSyntaxError(ValueError):
@@ -79,6 +86,7 @@ _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _parse(raw: str) -> tuple[InterfaceRef, ...]:
+    _check_length(raw)
     entries = as_list(_strict_json(raw, _DECODER))
     if not entries:
         raise AnnotationSyntaxError("must be a non-empty JSON list of interface entries")
@@ -98,6 +106,26 @@ def _parse(raw: str) -> tuple[InterfaceRef, ...]:
         return tuple(_as_go_reads(ref) for ref in refs)
     return refs
 
+
+def _check_length(raw: str) -> None:
+    """Refuse a list longer than any machine can attach before a character of it is parsed.
+    Entries are counted as the objects begun (``{``), a C-level count: an entry is an object,
+    so a list of more entries holds more of them."""
+    if len(raw) > MAX_CHARS:
+        raise AnnotationSyntaxError(
+            f"is {len(raw)} characters long; {_NO_MACHINE} (nicguard reads at most {MAX_CHARS})"
+        )
+    if (objects := raw.count("{")) > MAX_ENTRIES:
+        raise AnnotationSyntaxError(
+            f"holds {objects} JSON objects; {_NO_MACHINE} (nicguard reads at most "
+            f"{MAX_ENTRIES} entries)"
+        )
+
+
+_NO_MACHINE: Final = (
+    f"no machine GKE runs attaches more than {MOST_INTERFACES} interfaces, so no list that long "
+    "is one GKE can attach"
+)
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 

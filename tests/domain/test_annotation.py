@@ -7,6 +7,9 @@ import json
 import pytest
 
 from app.domain.annotation import (
+    MAX_CHARS,
+    MAX_ENTRIES,
+    MOST_INTERFACES,
     AnnotationSyntaxError,
     InterfaceRef,
     go_fold,
@@ -163,7 +166,7 @@ _GO_READS_OTHERWISE = [
         pytest.param("null", "non-empty JSON list", id="null"),
         pytest.param("[NaN]", "NaN is not a JSON value", id="nan"),
         pytest.param('[{"x": Infinity}]', "Infinity is not a JSON value", id="infinity"),
-        pytest.param("[" * 100_000 + "]" * 100_000, "nested too deeply", id="deep-nesting"),
+        pytest.param("[" * 16_000 + "]" * 16_000, "nested too deeply", id="deep-nesting"),
         pytest.param("[" + "9" * 5000 + "]", "invalid number", id="huge-integer"),
         pytest.param("[null]", "entry 0 is not a JSON object", id="null-entry"),
         pytest.param(_with("eth1"), "entry 1 is not a JSON object", id="string-entry"),
@@ -220,6 +223,57 @@ _GO_READS_OTHERWISE = [
     ],
 )
 def test_a_malformed_value_is_rejected_with_the_reason(raw: str, reason: str) -> None:
+    with pytest.raises(AnnotationSyntaxError) as raised:
+        parse_interfaces(raw)
+    assert reason in str(raised.value)
+
+
+# The longest list a machine can attach, as long as its names can be: 18 interfaces (10 vNICs,
+# 8 RDMA NICs), each Network named with 253 characters, indented as a person might write it.
+_LONGEST_NAME = "n" * 253
+_LONGEST_ATTACHABLE = json.dumps(
+    [{"interfaceName": f"eth{n}", "network": f"{_LONGEST_NAME[:-3]}{n:03}"} for n in range(18)],
+    indent=8,
+)
+
+
+def test_the_longest_list_a_machine_can_attach_is_read_in_full() -> None:
+    assert MOST_INTERFACES == 18
+    assert len(_LONGEST_ATTACHABLE) * 4 < MAX_CHARS
+    entries = parse_interfaces(_LONGEST_ATTACHABLE)
+    assert [e.interface_name for e in entries] == [f"eth{n}" for n in range(18)]
+    entries = parse_interfaces(
+        _with(*({"interfaceName": f"eth{n}", "network": "x"} for n in range(1, MAX_ENTRIES)))
+    )
+    assert len(entries) == MAX_ENTRIES
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        pytest.param(
+            _with(*({"interfaceName": f"eth{n}", "network": "x" * 40} for n in range(1, 700))),
+            f"characters long; no machine GKE runs attaches more than 18 interfaces, so no list "
+            f"that long is one GKE can attach (nicguard reads at most {MAX_CHARS})",
+            id="characters",
+        ),
+        pytest.param(
+            _with(*({"interfaceName": f"e{n}", "network": "x"} for n in range(1, MAX_ENTRIES + 1))),
+            f"holds {MAX_ENTRIES + 1} JSON objects; no machine GKE runs attaches more than 18 "
+            f"interfaces, so no list that long is one GKE can attach (nicguard reads at most "
+            f"{MAX_ENTRIES} entries)",
+            id="entries",
+        ),
+        pytest.param(
+            "[" + ",".join(["{}"] * 10_000) + "]",
+            "holds 10000 JSON objects",  # parsed, entry 0 would be what it reports
+            id="entries-of-nothing",
+        ),
+    ],
+)
+def test_a_list_longer_than_any_machine_attaches_is_refused_from_its_length(
+    raw: str, reason: str
+) -> None:
     with pytest.raises(AnnotationSyntaxError) as raised:
         parse_interfaces(raw)
     assert reason in str(raised.value)

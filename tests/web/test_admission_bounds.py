@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.annotation import MAX_ENTRIES
 from tests.web.conftest import sample_review
 
 JSON = {"Content-Type": "application/json"}
@@ -29,8 +30,10 @@ def _wired(entries: list[dict[str, str]], *, name: str = "team-copy") -> dict[st
     return review
 
 
-MISSING = [{"interfaceName": f"eth{i}", "network": f"absent-{i}"} for i in range(1, 6001)]
-DUPLICATED = [{"interfaceName": f"eth{i}", "network": "gpu-nic-0"} for i in range(1, 6001)]
+# As many entries as nicguard reads (app.domain.annotation.MAX_ENTRIES, eth0 included): a longer
+# list is refused from its length, with one violation.
+MISSING = [{"interfaceName": f"eth{i}", "network": f"absent-{i}"} for i in range(1, MAX_ENTRIES)]
+DUPLICATED = [{"interfaceName": f"eth{i}", "network": "gpu-nic-0"} for i in range(1, MAX_ENTRIES)]
 CONTROL = "\x1b[31m\x07\u0085"
 HOSTILE = [
     {"interfaceName": f"eth{i}{CONTROL}", "network": f"n{CONTROL}{'x' * 300}{i}"}
@@ -39,15 +42,16 @@ HOSTILE = [
 
 
 EMOJI = "\U0001f600"
-WIDE = [{"interfaceName": f"eth{i}", "network": f"{EMOJI * 300}{i}"} for i in range(1, 60)]
+# Each emoji is 12 characters of the annotation (\ud83d\ude00): within MAX_CHARS.
+WIDE = [{"interfaceName": f"eth{i}", "network": f"{EMOJI * 50}{i}"} for i in range(1, 41)]
 
 
 @pytest.mark.parametrize(
     "entries",
     [
         pytest.param(WIDE, id="astral-characters-in-every-field"),
-        pytest.param(MISSING, id="6000-missing-networks"),
-        pytest.param(DUPLICATED, id="6000-duplicated-networks"),
+        pytest.param(MISSING, id="63-missing-networks"),
+        pytest.param(DUPLICATED, id="63-duplicated-networks"),
         pytest.param(HOSTILE, id="control-characters-and-long-names"),
     ],
 )
@@ -92,8 +96,8 @@ def test_more_causes_than_twenty_end_with_how_many_more(client: TestClient) -> N
     reply = client.post("/validate", content=json.dumps(_wired(DUPLICATED)), headers=JSON)
     causes = reply.json()["response"]["status"]["details"]["causes"]
     assert len(causes) == 20
-    # 5999 NetworkDuplicated, and one NetworkMisplaced (gpu-nic-0 belongs on eth1).
-    assert causes[-1]["message"] == "... and 5981 more (status.message counts the violations)"
+    # 62 NetworkDuplicated, and one NetworkMisplaced (gpu-nic-0 belongs on eth1).
+    assert causes[-1]["message"] == "... and 44 more (status.message counts the violations)"
     assert causes[0]["reason"] == "NetworkDuplicated"
 
 

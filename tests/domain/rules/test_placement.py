@@ -320,10 +320,10 @@ def test_placement_off_judges_nothing() -> None:
 
 
 def test_a_long_list_of_misplaced_pairs_is_cut_and_counted() -> None:
-    pairs = [(f"eth{i}", "gpu-nic-0") for i in range(2, 102)]
+    pairs = [(f"eth{i}", "gpu-nic-0") for i in range(2, 64)]  # with eth0: as many as are read
     verdict = _judge(runtime("team", annotations=wired(pairs)))
     (misplaced,) = (v for v in verdict.violations if v.code is Code.NETWORK_MISPLACED)
     listed = ", ".join(
         f"eth{i}->gpu-nic-0 (the recipe places gpu-nic-0 on eth1)" for i in range(2, 14)
     )
-    assert misplaced.message == f"{LEAD}{listed} and 88 more (recipe {RECIPE_REF})"
+    assert misplaced.message == f"{LEAD}{listed} and 50 more (recipe {RECIPE_REF})"
