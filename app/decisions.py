@@ -11,6 +11,7 @@ from app.logs import log_event
 
 EVENT_DECISION: Final = "admission_decision"
 EVENT_REJECTED: Final = "admission_rejected"
+EVENT_REFUSED: Final = "admission_refused"
 EVENT_FAILURE: Final = "admission_failure"
 
 logger = logging.getLogger("nicguard.decisions")
@@ -115,6 +116,38 @@ def record_rejected(*, status: int, reason: str) -> None:
             "reason": _field(reason),
         },
     )
+
+
+def record_refused(
+    *,
+    status: int,
+    reason: str,
+    uid: str,
+    group: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    username: str,
+    source_address: str,
+    client_subject: str | None,
+) -> None:
+    """A review refused unjudged for what others hold (the body budget, the wait for a thread),
+    with what identifies it: "" for what nicguard had not read (a body refused unread)."""
+    fields: dict[str, object] = {
+        "event_type": EVENT_REFUSED,
+        "http_status": status,
+        "reason": _field(reason),
+        "admission_uid": _field(uid),
+        "resource_group": _field(group),
+        "resource_kind": _field(kind),
+        "resource_namespace": _field(namespace),
+        "resource_name": _field(name),
+        "request_username": _field(username),
+        "source_address": _field(source_address),
+    }
+    if client_subject is not None:
+        fields["client_subject"] = _field(client_subject)
+    log_event(logger, logging.WARNING, "admission request refused unjudged", fields)
 
 
 def record_failure(*, uid: str, error: BaseException) -> None:

@@ -133,6 +133,13 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.dropped = Counter(
+            "nicguard_reviews_dropped",
+            "Reviews whose client had gone before they were decoded or judged (so they were "
+            "not), by the queue they waited in: event_loop, judging, yaml",
+            ["queue"],
+            registry=self.registry,
+        )
         self.connections_closed = Counter(
             "nicguard_connections_closed",
             "Connections nicguard closed for breaking a limit, by listener and reason",
@@ -197,6 +204,11 @@ class Metrics:
     def closing(self, listener: str, reasons: Iterable[str]) -> Callable[[str], None]:
         """Counts the connections ``listener`` closes; every reason is exported (0) from now."""
         return _counting(self.connections_closed, reasons, listener)
+
+    def dropping(self, queues: Iterable[str]) -> Callable[[str], None]:
+        """Counts the reviews dropped because their client had gone; every queue is exported
+        (0) from now."""
+        return _counting(self.dropped, queues)
 
     def reading_runtimes(self, outcomes: Iterable[str]) -> Callable[[str], None]:
         """Counts the runtime reads' outcomes; every outcome is exported (0) from now."""

@@ -15,12 +15,14 @@ from hypothesis import example, given, settings, strategies as st
 from app.decisions import (
     EVENT_DECISION,
     EVENT_FAILURE,
+    EVENT_REFUSED,
     EVENT_REJECTED,
     FIELD_MAX_BYTES,
     _field,
     logger,
     record_decision,
     record_failure,
+    record_refused,
     record_rejected,
 )
 from app.domain.verdict import Code, Verdict, Violation
@@ -157,6 +159,43 @@ def test_a_rejected_request_is_a_warning_with_its_status(
         "http_status": status,
         "reason": reason,
     }
+
+
+def test_a_refused_review_is_a_warning_with_what_identifies_it_escaped_and_cut(
+    kept: Keep,
+) -> None:
+    record_refused(
+        status=503,
+        reason="costly reviews before this one kept it waiting 2 s; refused unjudged, retry",
+        uid="u-7",
+        group="jobset.x-k8s.io",
+        kind="JobSet",
+        namespace="team\nb",
+        name="x" * 600,
+        username="",
+        source_address="10.0.0.9:5000",
+        client_subject="CN=attacker",
+    )
+    (record,) = kept.records
+    assert (record.levelno, record.getMessage()) == (
+        logging.WARNING,
+        "admission request refused unjudged",
+    )
+    logged = fields(record)
+    assert logged == {
+        "event_type": EVENT_REFUSED,
+        "http_status": 503,
+        "reason": "costly reviews before this one kept it waiting 2 s; refused unjudged, retry",
+        "admission_uid": "u-7",
+        "resource_group": "jobset.x-k8s.io",
+        "resource_kind": "JobSet",
+        "resource_namespace": "team\\nb",
+        "resource_name": _field("x" * 600),
+        "request_username": "",
+        "source_address": "10.0.0.9:5000",
+        "client_subject": "CN=attacker",
+    }
+    assert len(json.dumps(logged["resource_name"])) <= FIELD_MAX_BYTES
 
 
 def test_a_failure_is_an_error_with_its_traceback(kept: Keep) -> None:

@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
+from typing import Final, cast
 
 import orjson
 from starlette.routing import Route
@@ -32,14 +32,14 @@ from app.domain.policy import Policy
 from app.domain.verdict import Code, Verdict, Violation
 from app.metrics import Metrics
 from app.web import peer
+from app.web.abandonment import ClientGoneError, ClientWatch, Queue
 from app.web.body import (
     BODY_TIMEOUT_SECONDS,
-    ClientGoneError,
     HTTPProblemError,
     body_bytes,
     decoded,
 )
-from app.web.body_budget import MIB
+from app.web.body_budget import BODY_HOLD, MIB, BodyHold
 from app.web.request import (
     AdmissionRequest,
     MalformedReviewError,
@@ -47,8 +47,10 @@ from app.web.request import (
     request_from_body,
 )
 from app.web.response import review_response
+from app.web.review_identity import UNKNOWN, ReviewIdentity, identity_in, identity_of
 from app.web.router import router
 from app.web.runtime_reads import Outcome, RuntimeReads
+from app.web.turns import Turn, WaitedTooLongError
 
 PATH: Final = "/validate"
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
@@ -58,9 +60,33 @@ RUNTIME_FETCH_SECONDS: Final = 1.0
 # never on the event loop that answers the other reviews and the probes. A smaller one costs at
 # most a few milliseconds: on the loop, the thread hand-off would cost it more than it saves.
 COSTLY_FROM_BYTES: Final = 64 * 1024
-# How long a costly review waits for its turn: the second left of the webhook's 3 s timeout is
-# for judging it (0.2 s of CPU at most). Beyond that it is refused at once (503), never allowed.
+# So is one that wires more templates than this (object and oldObject counted alike): a body
+# under 64 KiB may hold hundreds of small wired templates (~10 ms of judging on the loop, 300 of
+# them, measured). Counted as the interfaces annotation's key in the undecoded body, a C-level
+# search; the apiserver writes it as it is (a forged body that escapes it is judged on the loop,
+# within the cost of its 64 KiB). A body shorter than this many of the smallest wired templates
+# (each over 64 bytes: the key, a one-entry list) cannot hold them, and is not searched.
+COSTLY_FROM_TEMPLATES: Final = 32
+_WIRED: Final = b'"networking.gke.io/interfaces"'
+_SEARCHED_FROM_BYTES: Final = COSTLY_FROM_TEMPLATES * 64
+# How long a review waits for its turn on a thread (the judging thread's, the YAML thread's):
+# the second left of the webhook's 3 s timeout is for judging it (0.2 s of CPU at most). Beyond
+# that it is refused at once (503), never allowed.
 COSTLY_WAIT_SECONDS: Final = 2.0
+
+
+_AHEAD: Final = {
+    Queue.JUDGING: "costly reviews",
+    Queue.YAML: "ConfigMap reviews",
+}
+
+
+class _RefusedError(Exception):
+    """A review refused unjudged for what others hold: logged with what identifies it."""
+
+    def __init__(self, reason: str, identity: ReviewIdentity) -> None:
+        super().__init__(reason)
+        self.reason, self.identity = reason, identity
 
 
 def create_admission_app(
@@ -79,8 +105,10 @@ def create_admission_app(
     TrainJob's runtime that ``view`` lacks (Kubernetes mode), within 1 s, under the bounds of
     ``RuntimeReads``. ``recipe``
     names the recipe ConfigMap, whose writes are judged (no other ConfigMap is). A review of
-    ``COSTLY_FROM_BYTES`` or more is judged on a thread of its own, one at a time; one that
-    waits ``costly_wait`` seconds for its turn is answered 503."""
+    ``COSTLY_FROM_BYTES`` or more, or wiring more than ``COSTLY_FROM_TEMPLATES`` templates, is
+    judged on a thread of its own, one at a time, and a ConfigMap's decoded on another; one
+    that waits ``costly_wait`` seconds for its turn is answered 503, and one whose client has
+    gone is dropped."""
     validate = _Validate(
         view=view,
         policy=policy,
@@ -140,7 +168,10 @@ class _Validate:
         self._decoding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="yaml-decode")
         # Costly reviews: one decoded at a time, from its decoding to its answer.
         self._judging = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judging")
-        self._costly_turn = asyncio.Lock()
+        # Each thread's queue is a turn of ours, not the executor's own queue: a review waits
+        # a bounded time, and one whose client has gone leaves it (docs/operations.md).
+        self._decoding_turn, self._judging_turn = Turn(), Turn()
+        self._dropped = metrics.dropping(Queue)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -153,7 +184,11 @@ class _Validate:
             )
         except MalformedReviewError as error:
             status, content = 400, _problem(self._metrics, 400, str(error))
-        except ClientGoneError:
+        except _RefusedError as refused:
+            status = 503
+            content = _refused(self._metrics, refused.reason, refused.identity, scope)
+        except ClientGoneError as gone:
+            self._dropped(gone.queue)
             return
         headers = [(b"content-length", b"%d" % len(content)), _CONTENT_TYPE]
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -164,13 +199,13 @@ class _Validate:
         the answer is sent: not held while it waits for a client that does not read (no longer
         reserved in the body budget then)."""
         body = await body_bytes(scope, receive, self._body_timeout)
-        if len(body) >= COSTLY_FROM_BYTES:
-            return await self._judge_aside(body, scope, started)
+        if len(body) >= COSTLY_FROM_BYTES or (
+            len(body) >= _SEARCHED_FROM_BYTES and body.count(_WIRED) > COSTLY_FROM_TEMPLATES
+        ):
+            return await self._judge_aside(body, scope, receive, started)
         decoded_body = decoded(body)
         if decodes_yaml(decoded_body):
-            admission = await asyncio.get_running_loop().run_in_executor(
-                self._decoding, request_from_body, decoded_body, self._recipe
-            )
+            admission = await self._decode_yaml(decoded_body, scope, receive)
         else:
             admission = request_from_body(decoded_body, self._recipe)
         assessment = assess(admission.review)
@@ -178,31 +213,111 @@ class _Validate:
         view = self._view if missing is None else await self._with_runtime(admission, *missing)
         return self._answer(admission, assessment, view, scope, started)
 
-    async def _judge_aside(self, body: bytes, scope: Scope, started: float) -> bytes:
-        """A costly review, decoded and judged on the judging thread once it has its turn; only
-        a TrainJob's runtime read, when it needs one, comes back to the loop."""
+    async def _decode_yaml(self, body: object, scope: Scope, receive: Receive) -> AdmissionRequest:
+        """A ConfigMap's review, decoded on the YAML thread once it has its turn."""
+        watch = ClientWatch(receive)
         try:
-            await asyncio.wait_for(self._costly_turn.acquire(), self._costly_wait)
-        except TimeoutError:
-            raise HTTPProblemError(
-                503,
-                f"reviews of {COSTLY_FROM_BYTES // 1024} KiB or more before this one kept it "
-                f"waiting {self._costly_wait:g} s; refused unjudged, retry",
-            ) from None
-        try:
-            loop = asyncio.get_running_loop()
-            admission, assessment = await loop.run_in_executor(self._judging, self._parse, body)
-            missing = self._missing_runtime(assessment)
-            view = self._view if missing is None else await self._with_runtime(admission, *missing)
-            return await loop.run_in_executor(
-                self._judging, self._answer, admission, assessment, view, scope, started
-            )
+            identity = lambda: identity_of(body)  # noqa: E731 - only for a refusal
+            await self._take(self._decoding_turn, watch, Queue.YAML, identity, scope)
+            try:
+                return await asyncio.get_running_loop().run_in_executor(
+                    self._decoding, self._decode_yaml_for, watch, body
+                )
+            finally:
+                self._decoding_turn.give_back()
         finally:
-            self._costly_turn.release()
+            watch.stop()
 
-    def _parse(self, body: bytes) -> tuple[AdmissionRequest, Assessment]:
+    def _decode_yaml_for(self, watch: ClientWatch, body: object) -> AdmissionRequest:
+        watch.check(Queue.YAML)
+        return request_from_body(body, self._recipe)
+
+    async def _judge_aside(
+        self, body: bytes, scope: Scope, receive: Receive, started: float
+    ) -> bytes:
+        """A costly review, decoded and judged on the judging thread once it has its turn; only
+        a TrainJob's runtime read, when it needs one, comes back to the loop. Dropped, wherever
+        it waits, once its client has gone."""
+        watch = ClientWatch(receive)
+        try:
+            identity = lambda: identity_in(body)  # noqa: E731 - only for a refusal
+            await self._take(self._judging_turn, watch, Queue.JUDGING, identity, scope)
+            try:
+                loop = asyncio.get_running_loop()
+                admission, assessment = await loop.run_in_executor(
+                    self._judging, self._parse, watch, body
+                )
+                missing = self._missing_runtime(assessment)
+                if missing is None:
+                    view = self._view
+                else:
+                    view = await self._with_runtime(admission, *missing)
+                return await loop.run_in_executor(
+                    self._judging,
+                    self._answer_for,
+                    watch,
+                    admission,
+                    assessment,
+                    view,
+                    scope,
+                    started,
+                )
+            finally:
+                self._judging_turn.give_back()
+        finally:
+            watch.stop()
+
+    async def _take(
+        self,
+        turn: Turn,
+        watch: ClientWatch,
+        queue: Queue,
+        identity: Callable[[], ReviewIdentity],
+        scope: Scope,
+    ) -> None:
+        """The thread's turn, within the wait; refused (503) beyond it or when the body budget
+        takes the body's room meanwhile, dropped once the client has gone."""
+        hold = _body_hold(scope)
+        if hold is not None:
+            hold.wait(watch.evict)
+        try:
+            taken = await turn.take(self._costly_wait, watch.interrupted)
+        except WaitedTooLongError:
+            raise _RefusedError(
+                f"{_AHEAD[queue]} before this one kept it waiting {self._costly_wait:g} s; "
+                "refused unjudged, retry",
+                identity(),
+            ) from None
+        if taken and not watch.gone and not watch.evicted:
+            if hold is not None:
+                hold.proceed()
+            return
+        if taken:
+            turn.give_back()
+        if watch.evicted:
+            raise _RefusedError(
+                "the body budget needed the room this review held while it waited its turn "
+                "(the largest waiting gives way); refused unjudged, retry",
+                identity(),
+            )
+        raise ClientGoneError(queue)
+
+    def _parse(self, watch: ClientWatch, body: bytes) -> tuple[AdmissionRequest, Assessment]:
+        watch.check(Queue.JUDGING)
         admission = request_from_body(decoded(body), self._recipe)
         return admission, assess(admission.review)
+
+    def _answer_for(
+        self,
+        watch: ClientWatch,
+        admission: AdmissionRequest,
+        assessment: Assessment,
+        view: ClusterView,
+        scope: Scope,
+        started: float,
+    ) -> bytes:
+        watch.check(Queue.JUDGING)
+        return self._answer(admission, assessment, view, scope, started)
 
     def _missing_runtime(self, assessment: Assessment) -> tuple[RuntimeReads, RuntimeKey] | None:
         """The reads and the runtime to read when a TrainJob's runtime is not in the synced cache
@@ -262,6 +377,13 @@ class _Validate:
         return encode_json(review_response(admission, verdict))
 
 
+def _body_hold(scope: Scope) -> BodyHold | None:
+    """The body budget's hold on this request's body, where the server keeps one."""
+    extensions = scope.get("extensions")
+    hold = extensions.get(BODY_HOLD) if extensions else None
+    return cast("BodyHold", hold["hold"]) if hold else None
+
+
 def encode_json(value: object) -> bytes:
     """Compact JSON; orjson, or the json module for what orjson refuses (a lone surrogate from a
     JSON escape in the request, an integer beyond 64 bits)."""
@@ -298,8 +420,8 @@ def over_budget_app(metrics: Metrics, budget: int) -> ASGIApp:
         "retry later"
     )
 
-    async def refuse(_scope: Scope, _receive: Receive, send: Send) -> None:
-        content = _problem(metrics, 503, reason)
+    async def refuse(scope: Scope, _receive: Receive, send: Send) -> None:
+        content = _refused(metrics, reason, UNKNOWN, scope)  # its body is never read
         headers = [
             (b"content-length", b"%d" % len(content)),
             _CONTENT_TYPE,
@@ -310,6 +432,23 @@ def over_budget_app(metrics: Metrics, budget: int) -> ASGIApp:
         await send({"type": "http.response.body", "body": content})
 
     return refuse
+
+
+def _refused(metrics: Metrics, reason: str, identity: ReviewIdentity, scope: Scope) -> bytes:
+    metrics.rejected.labels("503").inc()
+    decisions.record_refused(
+        status=503,
+        reason=reason,
+        uid=identity.uid,
+        group=identity.group,
+        kind=identity.kind,
+        namespace=identity.namespace,
+        name=identity.name,
+        username=identity.username,
+        source_address=peer.source_address(scope),
+        client_subject=peer.client_subject(scope),
+    )
+    return json.dumps({"error": reason, "status": 503}).encode()
 
 
 def _problem(metrics: Metrics, status: int, reason: str) -> bytes:

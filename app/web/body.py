@@ -14,6 +14,8 @@ from typing import Any, Final
 import orjson
 from starlette.types import Message, Receive, Scope
 
+from app.web.abandonment import ClientGoneError
+
 MAX_BODY_BYTES: Final = 3 * 1024 * 1024
 BODY_TIMEOUT_SECONDS: Final = 10.0
 _JSON: Final = "application/json"
@@ -26,10 +28,6 @@ class HTTPProblemError(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-class ClientGoneError(Exception):
-    """The client disconnected before its body arrived: there is no one to answer."""
 
 
 async def json_body(scope: Scope, receive: Receive, timeout: float) -> object:

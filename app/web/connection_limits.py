@@ -14,12 +14,12 @@ from socket import SocketType
 from typing import Any, ClassVar, Final, cast
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.heap import ClosedConnections
 from app.web.body import MAX_BODY_BYTES
-from app.web.body_budget import BodyBudget
+from app.web.body_budget import BODY_HOLD, BodyBudget
 from app.web.capacity import Capacity
 from app.web.decoded_cost import DECODED_FROM_BYTES, DecodedCost
 from app.web.peer import with_tls_extension
@@ -121,6 +121,16 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._bodies = self.listener.bodies
         self._reserved = self._received = 0
         self._cost: DecodedCost | None = None
+        # A request's work (the app) is under way: what its body holds in the budget is kept
+        # until the work ends, even once the connection is lost (the work may still decode it).
+        self._working = False
+        # Set while the request's whole body waits for a thread: how the app refuses it if the
+        # budget takes its room (BodyHold).
+        self._evicted: Callable[[], None] | None = None
+        # Every request's scope: one dict per connection, never changed (ASGI extensions).
+        self._extensions: dict[str, dict[object, object]] = {BODY_HOLD: {"hold": self}}
+        if self._bodies is not None:
+            self.app = _Working(self.app, self)
 
     # --- accept, TLS, close ----------------------------------------------------------------
 
@@ -207,8 +217,25 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._carrier.abort()
 
     def give_way(self) -> None:
-        """The body budget needs what this connection's body holds (already released)."""
-        self._close(Closed.BODY_BUDGET)
+        """The body budget needs what this connection's body holds (already released): a body
+        arriving is closed, one waiting for a thread is refused by the app."""
+        evicted, self._evicted = self._evicted, None
+        if evicted is not None:
+            evicted()
+        else:
+            self._close(Closed.BODY_BUDGET)
+
+    # --- BodyHold, for the app: the request's whole body waits for a thread -----------------
+
+    def wait(self, evicted: Callable[[], None]) -> None:
+        if (bodies := self._bodies) is not None and self._phase is not _Phase.CLOSED:
+            self._evicted = evicted
+            bodies.budget.waiting(self)
+
+    def proceed(self) -> None:
+        self._evicted = None
+        if (bodies := self._bodies) is not None:
+            bodies.budget.arrived(self)
 
     def _forget(self) -> None:
         if self._phase is not _Phase.CLOSED:  # once per connection
@@ -217,8 +244,17 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._handshake = None
         self._disarm()
         self.listener.capacity.leave(self)
-        if (bodies := self._bodies) is not None:
+        if (bodies := self._bodies) is not None and not self._working:
             bodies.budget.release(self)
+
+    def work_began(self) -> None:
+        self._working = True
+
+    def work_ended(self) -> None:
+        """A request's work is over (answered, dropped or failed)."""
+        self._working, self._evicted = False, None
+        if self._phase is _Phase.CLOSED and (bodies := self._bodies) is not None:
+            bodies.budget.release(self)  # lost meanwhile: held until now
 
     # --- the deadline ----------------------------------------------------------------------
 
@@ -273,6 +309,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             super().on_headers_complete()
             return
         self._received = 0
+        self.scope["extensions"] = self._extensions  # uvicorn's scope has none of its own
         declared = self._content_length()
         self._reserved = min(declared, MAX_BODY_BYTES)
         # A body declared within DECODED_FROM_BYTES is never charged for decoding: not scanned.
@@ -384,6 +421,22 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
         )
         self.transport.close()
+
+
+class _Working:
+    """The app of one connection, telling it when a request's work begins and ends."""
+
+    __slots__ = ("_app", "_connection")
+
+    def __init__(self, app: ASGIApp, connection: LimitedHttpToolsProtocol) -> None:
+        self._app, self._connection = app, connection
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._connection.work_began()
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._connection.work_ended()
 
 
 class _OneWrite:

@@ -23,7 +23,7 @@ from app.domain.kinds import Kind
 from app.domain.policy import Policy
 from app.domain.recipe import Recipe, RecipeMissing
 from app.metrics import Metrics
-from app.web.admission import COSTLY_FROM_BYTES, create_admission_app
+from app.web.admission import COSTLY_FROM_BYTES, COSTLY_FROM_TEMPLATES, create_admission_app
 from tests.support.costly_jobset import Edit, costly_jobset_update
 from tests.web.conftest import EXAMPLES
 
@@ -115,6 +115,22 @@ def test_a_costly_review_is_answered_as_a_small_one_would_be(
     assert view.readers == ["judging_0"]
 
 
+def test_a_small_body_wiring_many_templates_is_judged_as_a_costly_one(
+    example_state: ClusterSnapshot,
+) -> None:
+    """Templates, not only bytes, make a review costly: one under 64 KiB wiring more than 32
+    (object and oldObject alike) goes to the judging thread; one wiring 32 stays on the loop."""
+    many = costly_jobset_update(Edit.BROKEN, templates=COSTLY_FROM_TEMPLATES // 2 + 1)
+    few = costly_jobset_update(Edit.BROKEN, templates=COSTLY_FROM_TEMPLATES // 2)
+    assert len(few) < len(many) < COSTLY_FROM_BYTES
+    for body, reader in [(many, "judging_0"), (few, "MainThread")]:
+        view = HeldView(example_state)
+        view.release()
+        status, answer = asyncio.run(_post(_app(view), body))
+        assert (status, _codes(answer)) == (200, "NetworkDuplicated,NetworkNotFound")
+        assert view.readers == [reader]
+
+
 def test_the_loop_answers_a_small_review_while_a_costly_one_is_judged(
     example_state: ClusterSnapshot,
 ) -> None:
@@ -155,8 +171,7 @@ def test_a_costly_review_kept_waiting_for_its_turn_is_refused_not_allowed(
     assert (first_status, first["response"]["allowed"]) == (200, False)
     assert second_status == 503
     assert second == {
-        "error": "reviews of 64 KiB or more before this one kept it waiting 0.05 s; "
-        "refused unjudged, retry",
+        "error": "costly reviews before this one kept it waiting 0.05 s; refused unjudged, retry",
         "status": 503,
     }
     assert view.readers == ["judging_0"]

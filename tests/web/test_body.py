@@ -12,9 +12,9 @@ from typing import Final
 import pytest
 from starlette.types import Message, Receive, Scope
 
+from app.web.abandonment import ClientGoneError
 from app.web.body import (
     MAX_BODY_BYTES,
-    ClientGoneError,
     HTTPProblemError,
     decode_json,
     json_body,

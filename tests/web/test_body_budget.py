@@ -110,6 +110,63 @@ def test_an_evicted_holder_releasing_afterwards_frees_nothing_twice() -> None:
     assert budget.held == 80
 
 
+def _whole(budget: BodyBudget, sizes: dict[str, int], waiting: tuple[str, ...]) -> dict[str, Conn]:
+    """Whole bodies of ``sizes``, taken in order; those named in ``waiting`` wait for a thread,
+    in that order, the others are being judged."""
+    holders = {name: Conn(name) for name in sizes}
+    for name, holder in holders.items():
+        assert budget.take(holder, sizes[name])
+        budget.arrived(holder)
+    for name in waiting:
+        budget.waiting(holders[name])
+    return holders
+
+
+@pytest.mark.parametrize(
+    ("sizes", "waiting", "size", "fits", "evicted"),
+    [
+        # the largest waiting first
+        ({"a": 20, "b": 40, "c": 30}, ("a", "b", "c"), 20, True, {"b"}),
+        ({"a": 20, "b": 40, "c": 30}, ("a", "b", "c"), 60, True, {"b", "c"}),
+        # of equal ones, the last to begin waiting
+        ({"a": 30, "b": 30, "c": 30}, ("a", "b", "c"), 20, True, {"c"}),
+        ({"a": 30, "b": 30, "c": 30}, ("c", "b", "a"), 20, True, {"a"}),
+        # one being judged is never evicted, however large
+        ({"a": 20, "b": 40, "c": 30}, ("a", "c"), 20, True, {"c"}),
+        ({"a": 20, "b": 40, "c": 30}, ("a",), 20, True, {"a"}),
+        ({"a": 20, "b": 40, "c": 30}, ("a",), 40, False, set()),
+    ],
+)
+def test_whole_bodies_waiting_for_a_thread_give_way_largest_first(
+    sizes: dict[str, int], waiting: tuple[str, ...], size: int, fits: bool, evicted: set[str]
+) -> None:
+    budget = BodyBudget(100)
+    holders = _whole(budget, sizes, waiting)
+    assert budget.take(Conn("new"), size) is fits
+    assert {name for name, holder in holders.items() if holder.gave_way} == evicted
+    assert budget.held <= budget.limit
+
+
+def test_bodies_arriving_give_way_before_bodies_waiting() -> None:
+    budget = BodyBudget(100)
+    holders = _whole(budget, {"waits": 50}, ("waits",))
+    arriving = Conn("arriving")
+    assert budget.take(arriving, 40)
+    assert budget.take(Conn("new"), 30)
+    assert arriving.gave_way
+    assert not holders["waits"].gave_way
+
+
+def test_a_body_whose_turn_came_is_no_longer_evicted() -> None:
+    budget = BodyBudget(100)
+    holders = _whole(budget, {"a": 60}, ("a",))
+    budget.arrived(holders["a"])  # its turn came
+    assert not budget.take(Conn("new"), 50)
+    assert not holders["a"].gave_way
+    budget.waiting(Conn("never-took"))  # holding nothing: not listed
+    assert not budget.take(Conn("new"), 50)
+
+
 def test_a_budget_holds_at_least_one_byte() -> None:
     with pytest.raises(ValueError, match="at least one byte"):
         BodyBudget(0)

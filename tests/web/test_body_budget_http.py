@@ -28,7 +28,9 @@ from app.metrics import Metrics
 from app.web.admission import create_admission_app, over_budget_app
 from app.web.body_budget import BodyBudget
 from app.web.connection_limits import Bodies, Closed, LimitedServer, Limits, limited_config
+from tests.support.costly_jobset import Edit, costly_jobset_update
 from tests.web.conftest import EXAMPLES, RECIPE
+from tests.web.test_admission_costly import HeldView
 
 BUDGET: Final = 1024 * 1024
 REVIEW: Final = (EXAMPLES / "reviews" / "drifted-runtime.json").read_bytes()
@@ -102,13 +104,17 @@ def wait_for(condition: Callable[[], bool], seconds: float = 5) -> None:
 
 
 def serving(
-    tmp_path: Path, example_state: ClusterSnapshot, app: ASGIApp | None, seconds: float = 30.0
+    tmp_path: Path,
+    example_state: ClusterSnapshot,
+    app: ASGIApp | None,
+    seconds: float = 30.0,
+    budget_bytes: int = BUDGET,
 ) -> Iterator[Served]:
     """``seconds`` is the request deadline and the TLS close's bound (ssl_shutdown_timeout): long
     by default, so that a reservation freed only once the TLS close ends fails ``wait_for``."""
     files = ensure_cert_dir(tmp_path / "certs", ["localhost", "127.0.0.1"])
     metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
-    budget = BodyBudget(BUDGET)
+    budget = BodyBudget(budget_bytes)
     closed_reasons: list[Closed] = []
     admission = app or create_admission_app(
         view=example_state, policy=Policy(), metrics=metrics, recipe=RECIPE
@@ -268,6 +274,69 @@ def test_each_body_on_a_kept_connection_is_read_afresh(served: Served) -> None:
     assert closed(sock)
     assert served.closed == [Closed.BODY_BUDGET]
     wait_for(lambda: served.budget.held == 0)
+
+
+def test_a_body_whose_client_has_gone_stays_reserved_until_its_work_ends(
+    tmp_path: Path, example_state: ClusterSnapshot
+) -> None:
+    """Work still under way may decode and judge the body: what it holds is counted until the
+    work ends (or is dropped), not let go of when the connection is lost."""
+    gone, finish = threading.Event(), threading.Event()
+
+    async def working(scope: Scope, receive: Receive, send: Send) -> None:
+        await receive()  # the body
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+        await asyncio.get_running_loop().run_in_executor(None, finish.wait)
+
+    with contextlib.contextmanager(serving)(tmp_path, example_state, working) as served:
+        sock = served.connect()
+        sock.sendall(head(len(REVIEW)) + REVIEW)
+        wait_for(lambda: served.budget.held == len(REVIEW))
+        sock.close()
+        assert gone.wait(10)
+        assert served.budget.held == len(REVIEW)  # the connection is lost, the work goes on
+        finish.set()
+        wait_for(lambda: served.budget.held == 0)
+
+
+def test_a_whole_body_waiting_for_its_turn_gives_way_and_is_refused_with_a_503(
+    tmp_path: Path, example_state: ClusterSnapshot
+) -> None:
+    """Three costly reviews: the first is judged (held), the second waits for its turn, the third
+    does not fit beside both. The waiting one gives way: answered 503, unjudged; the other two
+    are judged. Each is charged 378 to 543 kB (its 154 kB and what decoding holds, counted from
+    whichever chunk passes 64 KiB: TLS chunks it as it will), so two always fit, three never."""
+    view = HeldView(example_state)
+    metrics = Metrics(lambda: [CacheStatus(name="files", synced=True)])
+    app = create_admission_app(view=view, policy=Policy(), metrics=metrics, recipe=RECIPE)
+    first, second, third = (
+        costly_jobset_update(Edit.BROKEN, templates=100, uid=uid) for uid in ("1", "2", "3")
+    )
+    with contextlib.contextmanager(serving)(
+        tmp_path, example_state, app, budget_bytes=1_110_000
+    ) as served:
+        judged, waiting, arriving = served.connect(), served.connect(), served.connect()
+        judged.sendall(head(len(first)) + first)
+        assert view.entered.wait(10)
+        waiting.sendall(head(len(second)) + second)
+        wait_for(lambda: served.budget.bodies_waiting == 1, 30)
+        arriving.sendall(head(len(third)) + third)
+        status, _, body = response(waiting)
+        assert (status, json.loads(body)["error"]) == (
+            503,
+            "the body budget needed the room this review held while it waited its turn "
+            "(the largest waiting gives way); refused unjudged, retry",
+        )
+        view.release()
+        for sock in (judged, arriving):
+            status, _, body = response(sock)
+            assert status == 200
+            assert b'"allowed":false' in body
+        assert view.readers == ["judging_0", "judging_0"]  # the refused one was never judged
+        assert served.closed == []
+        wait_for(lambda: served.budget.held == 0)
 
 
 @pytest.mark.slow  # the deadline has to pass
