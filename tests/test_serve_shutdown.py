@@ -3,6 +3,12 @@
 After SIGTERM: /readyz fails at once, /validate keeps answering for --shutdown-delay with
 ``Connection: close``; then the listener closes, idle keep-alive connections are closed, an
 in-flight request still gets its answer, and the process exits 0.
+
+What is asserted is the order of these steps and who closed what, not how fast: the delay is long
+enough for the steps inside it on a loaded machine, the listener does not close before it (the
+server sleeps for it), and every other wait only bounds a hang. An idle connection closed at all
+was closed by the drain (its keep-alive is 120 s); the drain did not wait for its 10 s bound when
+uvicorn did not log that it gave up on it.
 """
 
 from __future__ import annotations
@@ -27,9 +33,8 @@ from tests.support.paths import ROOT
 pytestmark = pytest.mark.slow
 
 REVIEW: Final = (ROOT / "examples" / "reviews" / "good-runtime.json").read_bytes()
-DELAY: Final = 3.0
-KEEP_ALIVE: Final = 5.0  # uvicorn's default idle timeout, longer than DELAY on purpose
-TIMEOUT: Final = 30.0
+DELAY: Final = 5.0  # the steps inside it take well under a second on a loaded machine
+TIMEOUT: Final = 30.0  # bounds a hang only; shorter than the 120 s keep-alive of `nicguard serve`
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +115,7 @@ def test_sigterm_fails_readiness_keeps_serving_for_the_delay_then_drains(served:
 
     sent = time.monotonic()
     served.process.signal(signal.SIGTERM)
-    wait_until(lambda: served.readyz() == 503 or None, timeout=DELAY / 2, what="/readyz 503")
+    wait_until(lambda: served.readyz() == 503 or None, timeout=DELAY, what="/readyz 503")
 
     # Within the delay: answers go on, each closing its connection so the client re-balances.
     draining = validate(rebalanced)
@@ -127,13 +132,15 @@ def test_sigterm_fails_readiness_keeps_serving_for_the_delay_then_drains(served:
 
     # After the delay: no new connections; idle ones closed at once (before their keep-alive
     # timeout), the in-flight request answered; then exit 0.
-    wait_until(served.refuses, timeout=DELAY + 5, what="the listener to close")
-    assert time.monotonic() - sent >= DELAY
-    wait_until(lambda: closed(idle), timeout=1, what="the idle connection to be closed")
-    assert time.monotonic() - sent < KEEP_ALIVE
+    wait_until(served.refuses, timeout=TIMEOUT, what="the listener to close")
+    assert time.monotonic() - sent >= DELAY  # not before: the server sleeps for the delay
+    # Closed by the drain, not by its keep-alive (120 s), while the in-flight request waits.
+    wait_until(lambda: closed(idle), timeout=TIMEOUT, what="the idle connection to be closed")
+    assert closed(in_flight) is None
     in_flight.sendall(REQUEST[-10:])
     assert answer(in_flight).status == 200
-    wait_until(lambda: closed(in_flight), timeout=1, what="the last connection to be closed")
+    wait_until(lambda: closed(in_flight), timeout=TIMEOUT, what="the last connection to be closed")
     assert served.process.wait(TIMEOUT) == 0
-    assert time.monotonic() - sent < DELAY + 2  # nothing waited for the 10 s drain bound
-    assert b"shutting down" in served.log.read_bytes()
+    log = served.log.read_bytes()
+    assert b"shutting down" in log
+    assert b"timeout graceful shutdown exceeded" not in log  # the 10 s drain bound never fired

@@ -76,7 +76,7 @@ class Events:
 class Reports:
     api: ReportApi | None = ReportApi.OPENREPORTS
     stored: dict[str, JsonMap] = field(default_factory=dict)
-    writes: list[tuple[float, str]] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)  # the namespace of each write
 
     def resolve(self) -> ReportApi | None:
         return self.api
@@ -89,7 +89,7 @@ class Reports:
         assert isinstance(metadata, dict)
         namespace = str(metadata.get("namespace", ""))
         self.stored[namespace] = body
-        self.writes.append((time.monotonic(), namespace))
+        self.writes.append(namespace)
 
     def remove(self, api: ReportApi, namespace: str) -> None:
         self.stored.pop(namespace, None)
@@ -222,8 +222,10 @@ def test_only_the_lease_holder_writes_and_stop_hands_the_lease_over() -> None:
 
 
 def test_events_per_runtime_are_rate_limited_and_the_last_state_still_said() -> None:
-    world = build(budget=EventBudget(burst=2, refill=0.3))
+    burst, refill = 2, 0.3
+    world = build(budget=EventBudget(burst=burst, refill=refill))
     world.auditor.start()
+    started = time.monotonic()  # every Event is taken from the budget after this
     world.writer.start()
     try:
         world.change(cluster(), EVERYTHING)
@@ -232,7 +234,10 @@ def test_events_per_runtime_are_rate_limited_and_the_last_state_still_said() -> 
             world.change(cluster(), Change(networks=frozenset({"gpu-nic-0"})))
         world.change(cluster(broken=("gpu-nic-0",)), Change(networks=frozenset({"gpu-nic-0"})))
         wait_for(lambda: len(world.events.reasons(A)) >= 2)
-        assert len(world.events.reasons(A)) <= 3  # 2 at once, then one per 0.3 s
+        said = len(world.events.reasons(A))
+        # The burst at once, then one per refill: at most that many in the time that passed,
+        # however long a busy machine made it (7 changes would be 7 Events unlimited).
+        assert said <= burst + int((time.monotonic() - started) / refill)
         wait_for(lambda: world.events.reasons(A)[-1] == WIRING_DRIFT)  # the final state
         reasons = world.events.reasons(A)
         assert all(x != y for x, y in itertools.pairwise(reasons))
@@ -249,8 +254,10 @@ def test_a_failed_event_is_retried(world: World) -> None:
 
 
 def test_reports_are_coalesced_and_follow_the_runtimes() -> None:
-    world = build(report_interval=0.5)
+    interval = 0.5
+    world = build(report_interval=interval)
     world.auditor.start()
+    started = time.monotonic()  # every report is written after this
     world.writer.start()
     try:
         world.change(cluster(), EVERYTHING)
@@ -260,9 +267,11 @@ def test_reports_are_coalesced_and_follow_the_runtimes() -> None:
             world.change(cluster(broken=broken), Change(networks=frozenset({"gpu-nic-0"})))
         world.change(cluster(runtimes=()), EVERYTHING)  # every TrainingRuntime deleted
         wait_for(lambda: "team" not in world.reports.stored)
-        team = sorted(t for t, ns in world.reports.writes if ns == "team")
-        gaps = [later - earlier for earlier, later in itertools.pairwise(team)]
-        assert all(gap >= 0.45 for gap in gaps), gaps
+        window = time.monotonic() - started
+        written = [ns for ns in world.reports.writes if ns == "team"]
+        # One write, then at most one per interval, in the time that passed however long a busy
+        # machine made it: 12 changes, coalesced.
+        assert 0 < len(written) <= 1 + int(window / interval), (len(written), window)
     finally:
         world.auditor.stop()
         world.writer.stop()

@@ -11,7 +11,8 @@ the Policy WG's (``test_without_a_report_api_...`` installs it; the tests after 
 need it and install it themselves when run alone), with two replicas: one writer at a time, and no
 Event said twice, also across a change of writer. "Exactly once" is counted after the barrier
 (``audit.Barrier``) has been crossed: nothing said before it can still arrive. Measured latencies
-are logged (``pytest -rP``).
+(a flip seen, a Lease taken over or handed over) are logged (``pytest -rP``), not asserted: a busy
+machine decides them; every wait for them only bounds a hang.
 """
 
 from __future__ import annotations
@@ -75,11 +76,13 @@ FLIPPED: Final = "gpu-nic-3"  # eth4 of the recipe and of every TCPXO runtime
 NOT_READY: Final = "NetworkNotReady"
 DIVERGES: Final = "MappingDivergesFromRecipe"
 MISPLACED: Final = "NetworkMisplaced"
-FLIP_BUDGET: Final = 2.0  # seconds from the status write to Events, reports and metrics
 SETTLE: Final = 15.0
-TAKEOVER_BUDGET: Final = 20.0  # Lease duration 15 s, renewed every 2 s
-HANDOVER_BUDGET: Final = 5.0  # a released Lease is taken at the next renewal (2 s)
-DISCOVERY_BUDGET: Final = 40.0  # a writer without a report API looks again every 30 s
+# Lease duration 15 s, renewed every 2 s: taken over ~17 s after a SIGKILL. Bounds a hang only.
+TAKEOVER_TIMEOUT: Final = 90.0
+# A released Lease is taken at the next renewal (2 s). Bounds a hang only.
+HANDOVER_TIMEOUT: Final = 30.0
+# A writer without a report API looks again every 30 s. Bounds a hang only.
+DISCOVERY_TIMEOUT: Final = 120.0
 RUNTIMES_GAUGE: Final = "nicguard_audit_runtimes"
 VIOLATIONS_GAUGE: Final = "nicguard_audit_violations"
 TWO_NICS: Final = (("eth1", "gpu-nic-0"), ("eth2", "gpu-nic-1"))
@@ -166,7 +169,7 @@ def policy_reports(replicated: Audited) -> Audited:
     """``replicated`` with the wgpolicyk8s CRDs served and nicguard's PolicyReports written."""
     if not replicated.api.served(WGPOLICYK8S.group_version):
         install_report_crds(replicated.stack.plane, WGPOLICYK8S.api)
-    wait_passing(replicated, WGPOLICYK8S, timeout=DISCOVERY_BUDGET)
+    wait_passing(replicated, WGPOLICYK8S, timeout=DISCOVERY_TIMEOUT)
     return replicated
 
 
@@ -236,14 +239,14 @@ def flip(
     ready: bool,
     affected: set[Ref],
     kinds: ReportKinds | None,
-    budget: float | None = None,
+    measured: bool = False,
 ) -> Flip:
     """Write ``FLIPPED``'s Ready condition, then time Events, reports and every live replica's
     fail gauge until each shows the change (the clock starts just before ``kubectl patch``).
 
-    With a ``budget`` (seconds) each must show it within that, and the reports are first left
-    quiet for one coalescing interval: what is timed is the audit, not the 2-s spacing of
-    writes (docs/audit.md) after an unrelated earlier write.
+    ``measured``: the reports are first left quiet for one coalescing interval, so that the
+    times logged are the audit's, not the 2-s spacing of writes (docs/audit.md) after an
+    unrelated earlier write. The times are the caller's to log, never asserted.
     """
     api = audited.api
     reason = RESTORED if ready else DRIFT
@@ -267,19 +270,14 @@ def flip(
     checks = {"events": events_said, "metrics": gauges_show}
     if kinds is not None:
         checks["reports"] = reports_show
-        if budget is not None:
+        if measured:
             wait_reports_quiet(api, kinds, diagnose)
     before = audit_events(api)
     start = time.time()
     set_status(audited.stack.plane, NETWORKS, FLIPPED, network_status(FLIPPED, ready=ready))
     timing = timed(start, checks, timeout=SETTLE, diagnose=diagnose)
     said = [e for e in new_events(api, before) if e.reason == reason and e.regarding in affected]
-    done = Flip(timing, said)
-    if budget is not None:
-        late = {name: s for name, s in timing.seen.items() if s > budget}
-        assert not late, f"over {budget} s after the write: {late} (all: {timing.seen})"
-        assert max(done.event_latencies()) <= budget, done.event_latencies()
-    return done
+    return Flip(timing, said)
 
 
 def settled_events(audited: Audited, before: list[AuditEvent]) -> list[AuditEvent]:
@@ -313,13 +311,13 @@ def kubectl_events(audited: Audited, ref: Ref) -> str:
 # --- 1. a Network flips ----------------------------------------------------------------------
 
 
-def test_a_network_turning_not_ready_is_reported_within_two_seconds(openreports: Audited) -> None:
+def test_a_network_turning_not_ready_is_reported_and_restored(openreports: Audited) -> None:
     audited, api = openreports, openreports.api
     everything, affected = affected_by(audited, FLIPPED)
     wait_passing(audited, OPENREPORTS)
     before = audit_events(api)
 
-    drift = flip(audited, ready=False, affected=affected, kinds=OPENREPORTS, budget=FLIP_BUDGET)
+    drift = flip(audited, ready=False, affected=affected, kinds=OPENREPORTS, measured=True)
     samples = metrics(audited.stack.nicguard)
     assert gauge(samples, VIOLATIONS_GAUGE, code=NOT_READY) == len(affected)
     assert gauge(samples, RUNTIMES_GAUGE, result="pass") == len(everything) - len(affected)
@@ -336,7 +334,7 @@ def test_a_network_turning_not_ready_is_reported_within_two_seconds(openreports:
     for ref in (tr, TCPXO_CTR):
         assert DRIFT in kubectl_events(audited, ref), shown(ref)
 
-    restore = flip(audited, ready=True, affected=affected, kinds=OPENREPORTS, budget=FLIP_BUDGET)
+    restore = flip(audited, ready=True, affected=affected, kinds=OPENREPORTS, measured=True)
     assert gauge(metrics(audited.stack.nicguard), VIOLATIONS_GAUGE, code=NOT_READY) == 0
     for event in restore.events:
         assert (event.type, event.controller) == ("Normal", REPORTING_CONTROLLER), event
@@ -564,7 +562,7 @@ def test_without_a_report_api_events_are_written_and_reports_follow_the_api(
 
     started = time.monotonic()
     install_report_crds(audited.stack.plane, WGPOLICYK8S.api)
-    wait_passing(audited, WGPOLICYK8S, timeout=DISCOVERY_BUDGET)
+    wait_passing(audited, WGPOLICYK8S, timeout=DISCOVERY_TIMEOUT)
     NUMBERS.info(
         "AUDIT PolicyReports written %.1f s after the wgpolicyk8s CRDs were created",
         time.monotonic() - started,
@@ -584,7 +582,7 @@ def test_policy_reports_when_only_wgpolicyk8s_is_served(policy_reports: Audited)
         ("PolicyReport", audited.barrier.namespace),
     }
     assert {r["apiVersion"] for r in found} == {WGPOLICYK8S.group_version}
-    drift = flip(audited, ready=False, affected=affected, kinds=WGPOLICYK8S, budget=FLIP_BUDGET)
+    drift = flip(audited, ready=False, affected=affected, kinds=WGPOLICYK8S, measured=True)
     verdicts = report_verdicts(api, WGPOLICYK8S)
     assert {ref for ref, v in verdicts.items() if v != ("pass", ())} == affected
     NUMBERS.info(
@@ -633,13 +631,12 @@ def test_a_new_writer_repeats_nothing_and_misses_nothing(policy_reports: Audited
     set_status(plane, NETWORKS, FLIPPED, network_status(FLIPPED, ready=True))
     wait_until(
         lambda: lease_holder(plane) == standby_name or None,
-        timeout=TAKEOVER_BUDGET + 5,
+        timeout=TAKEOVER_TIMEOUT,
         what=f"{standby_name} to take the auditor Lease",
         interval=0.2,
         diagnose=audited.report,
     )
     takeover = time.monotonic() - killed
-    assert takeover <= TAKEOVER_BUDGET, takeover
     wait_until(
         lambda: (restored_all(api, before, affected) and all_pass(audited, WGPOLICYK8S)) or None,
         timeout=SETTLE,
@@ -662,15 +659,19 @@ def test_a_new_writer_repeats_nothing_and_misses_nothing(policy_reports: Audited
     assert standby.process is not None
     terminated = time.monotonic()
     standby.process.signal(signal.SIGTERM)
+    standby.process.wait(HANDOVER_TIMEOUT)
+    # Released on the way out, not left to expire: once the writer has exited, the Lease names
+    # no one or the replica that took it (an unreleased one would name the exited writer for
+    # its 15 s).
+    assert lease_holder(plane) in ("", holder)
     wait_until(
         lambda: lease_holder(plane) == holder or None,
-        timeout=HANDOVER_BUDGET + 10,
+        timeout=HANDOVER_TIMEOUT,
         what=f"{holder} to take the released Lease",
         interval=0.1,
         diagnose=audited.report,
     )
     handover = time.monotonic() - terminated
-    assert handover <= HANDOVER_BUDGET, handover
     standby.stop()
     back = flip(audited, ready=True, affected=affected, kinds=WGPOLICYK8S)
     assert {e.instance for e in back.events} == {holder}

@@ -41,7 +41,9 @@ REPORT_APIS: Final = ("openreports", "wgpolicyk8s")
 RECIPE: Final = ("nicguard-system", "nicguard-recipe")
 ESTABLISH_TIMEOUT: Final = "60s"
 ESTABLISH_SECONDS: Final = 60.0
-STATE_TIMEOUT: Final = 10.0
+# What the watch caches show a write within: bounds a hang only (it takes well under a second,
+# a kubectl call or two, on a loaded machine).
+STATE_TIMEOUT: Final = 30.0
 
 Run = subprocess.CompletedProcess[str]
 

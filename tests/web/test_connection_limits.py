@@ -1,5 +1,10 @@
 """Each connection limit of ``app.web.connection_limits`` on a real uvicorn listener over real TLS,
-with small limits: the deadline (handshake, headers, body), the header cap, the connection cap."""
+with small limits: the deadline (handshake, headers, body), the header cap, the connection cap.
+
+What is asserted is what the listener did (which connections it closed, why, in which order), never
+how soon: a deadline is shown to fire by the reason recorded for the close, and every wait for a
+close only bounds a hang. The deadline itself is 2 s, many times a loaded machine's TLS handshake,
+so that no connection meant to live is closed by it; tests that need no deadline get 60 s."""
 
 from __future__ import annotations
 
@@ -19,8 +24,11 @@ from app.certificates.certdir import ensure_cert_dir
 from app.certificates.tls import server_ssl_context
 from app.web.connection_limits import Closed, LimitedServer, Limits, limited_config
 
-SECONDS = 0.6
+SECONDS = 2.0
 LIMITS = Limits(connections=3, request_seconds=SECONDS, header_bytes=1024)
+# For the tests that show no deadline: no connection of theirs comes near it.
+UNTIMED = Limits(connections=3, request_seconds=60.0, header_bytes=1024)
+HANG = 30.0  # bounds a wait for what the listener does at once, or at SECONDS
 # Seconds each on a live listener: the timing tier (make slow), not make unit.
 timing = pytest.mark.slow
 REQUEST = b"POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\nok"
@@ -58,6 +66,17 @@ class Listening:
 
 @pytest.fixture
 def listening(tmp_path: Path) -> Iterator[Listening]:
+    """A listener whose request deadline is ``SECONDS``."""
+    yield from serving(tmp_path, LIMITS)
+
+
+@pytest.fixture
+def untimed(tmp_path: Path) -> Iterator[Listening]:
+    """A listener whose deadline no test reaches."""
+    yield from serving(tmp_path, UNTIMED)
+
+
+def serving(tmp_path: Path, limits: Limits) -> Iterator[Listening]:
     files = ensure_cert_dir(tmp_path / "certs", ["localhost", "127.0.0.1"])
     client = ssl.create_default_context(cafile=str(files.ca))
     closed: list[Closed] = []
@@ -67,7 +86,7 @@ def listening(tmp_path: Path) -> Iterator[Listening]:
         port=0,
         tls=server_ssl_context(files.cert, files.key),
         on_closed=closed.append,
-        limits=LIMITS,
+        limits=limits,
         log_config=None,
         lifespan="off",
         timeout_keep_alive=30,
@@ -127,7 +146,7 @@ def answer(sock: ssl.SSLSocket) -> bytes:
     return data
 
 
-def wait_for(condition: Callable[[], bool], seconds: float = 5) -> None:
+def wait_for(condition: Callable[[], bool], seconds: float = HANG) -> None:
     end = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < end, "condition not met in time"
@@ -139,10 +158,12 @@ def test_a_keep_alive_connection_serves_request_after_request_past_the_deadline(
     listening: Listening,
 ) -> None:
     sock = listening.connect()
-    for _ in range(3):
+    for _ in range(2):
         sock.sendall(REQUEST)
         assert answer(sock).startswith(b"HTTP/1.1 200")
         assert eof_within(sock, SECONDS * 1.5) is None  # idle is not "late": keep-alive holds
+    sock.sendall(REQUEST)
+    assert answer(sock).startswith(b"HTTP/1.1 200")
     assert listening.closed == []
 
 
@@ -153,15 +174,15 @@ def test_headers_trickled_a_line_at_a_time_are_closed_at_the_deadline(
     sock = listening.connect()
     started = time.monotonic()
     sock.sendall(b"POST /x HTTP/1.1\r\n")
-    while time.monotonic() - started < SECONDS * 3:
+    while time.monotonic() - started < HANG:  # a line every SECONDS / 4 until closed
         try:
             sock.sendall(b"X-Slow: 1\r\n")
         except OSError:
             break
         if eof_within(sock, SECONDS / 4) is not None:
             break
-    assert eof_within(sock, SECONDS * 3) is not None
-    assert SECONDS * 0.9 < time.monotonic() - started < SECONDS * 3
+    assert eof_within(sock, HANG) is not None
+    # Closed for the deadline although lines kept arriving: trickling does not extend it.
     wait_for(lambda: listening.closed == [Closed.DEADLINE])
 
 
@@ -172,7 +193,7 @@ def test_a_body_that_stalls_after_the_headers_is_closed_without_an_answer(
     sock = listening.connect()
     sock.sendall(REQUEST[:-1])  # the headers and one byte of the body
     sock.setblocking(True)
-    sock.settimeout(SECONDS * 4)
+    sock.settimeout(HANG)
     assert sock.recv(65536) == b""  # no 408, no 500: closed
     wait_for(lambda: listening.closed == [Closed.DEADLINE])
 
@@ -181,7 +202,7 @@ def test_a_body_that_stalls_after_the_headers_is_closed_without_an_answer(
 def test_a_connection_that_never_starts_tls_is_closed_at_the_deadline(
     listening: Listening,
 ) -> None:
-    assert eof_within(listening.raw(), SECONDS * 3) is not None
+    assert eof_within(listening.raw(), HANG) is not None
     wait_for(lambda: listening.closed == [Closed.DEADLINE])
 
 
@@ -193,13 +214,13 @@ def test_a_later_request_gets_its_own_deadline_from_its_first_byte(
     sock.sendall(REQUEST)
     answer(sock)
     sock.sendall(b"POST /x HTTP/1.1\r\n")
-    assert eof_within(sock, SECONDS * 3) is not None
+    assert eof_within(sock, HANG) is not None
     wait_for(lambda: listening.closed == [Closed.DEADLINE])
 
 
 @timing
-def test_headers_over_the_cap_get_431_and_are_closed(listening: Listening) -> None:
-    sock = listening.connect()
+def test_headers_over_the_cap_get_431_and_are_closed(untimed: Listening) -> None:
+    sock = untimed.connect()
     sock.sendall(b"POST /x HTTP/1.1\r\nX-Big: " + b"a" * 2048)
     sock.setblocking(True)
     sock.settimeout(5)
@@ -207,28 +228,29 @@ def test_headers_over_the_cap_get_431_and_are_closed(listening: Listening) -> No
     while chunk := sock.recv(65536):
         reply += chunk
     assert reply.startswith(b"HTTP/1.1 431 ")
-    assert listening.closed == [Closed.HEADER_SIZE]
+    assert untimed.closed == [Closed.HEADER_SIZE]
 
 
 @timing
-def test_at_the_cap_the_longest_waiting_connection_makes_room(listening: Listening) -> None:
-    serving = listening.connect()
+def test_at_the_cap_the_longest_waiting_connection_makes_room(untimed: Listening) -> None:
+    serving = untimed.connect()
     serving.sendall(REQUEST)
     answer(serving)  # idle keep-alive: evicted only when nothing waits
-    waiting = [listening.raw() for _ in range(2)]
-    newest = listening.connect()  # the cap is 3: the oldest waiting one gives way
-    assert eof_within(waiting[0], SECONDS / 2) is not None
+    waiting = [untimed.raw() for _ in range(2)]
+    newest = untimed.connect()  # the cap is 3: the oldest waiting one gives way
+    assert eof_within(waiting[0], HANG) is not None  # no deadline of 60 s comes first
     newest.sendall(REQUEST)
     assert answer(newest).startswith(b"HTTP/1.1 200")
     serving.sendall(REQUEST)
     assert answer(serving).startswith(b"HTTP/1.1 200")
-    assert listening.closed == [Closed.EVICTED]
+    assert not select.select([waiting[1]], [], [], 0)[0]  # the younger one kept its place
+    assert untimed.closed == [Closed.EVICTED]
 
 
 @timing
-def test_headers_over_the_cap_in_one_piece_get_431_and_are_closed(listening: Listening) -> None:
+def test_headers_over_the_cap_in_one_piece_get_431_and_are_closed(untimed: Listening) -> None:
     """Headers that end within the write that carries them: httptools has parsed them whole."""
-    sock = listening.connect()
+    sock = untimed.connect()
     sock.sendall(b"POST /x HTTP/1.1\r\nX-Big: " + b"a" * 2048 + b"\r\nContent-Length: 2\r\n\r\nok")
     sock.setblocking(True)
     sock.settimeout(5)
@@ -236,4 +258,4 @@ def test_headers_over_the_cap_in_one_piece_get_431_and_are_closed(listening: Lis
     while chunk := sock.recv(65536):
         reply += chunk
     assert reply.startswith(b"HTTP/1.1 431 ")
-    assert listening.closed == [Closed.HEADER_SIZE]
+    assert untimed.closed == [Closed.HEADER_SIZE]
