@@ -14,7 +14,7 @@ from app.metrics import Metrics
 from app.web.admission import create_admission_app
 from tests.support.costly_jobset import Edit, costly_jobset_update
 from tests.web.conftest import EXAMPLES, RECIPE
-from tests.web.test_admission_costly import HeldView
+from tests.web.test_admission_costly import HeldView, _scope
 
 Message = dict[str, Any]
 COSTLY = costly_jobset_update(Edit.BROKEN, templates=100, uid="held-uid")
@@ -55,16 +55,6 @@ class Client:
     def answer(self) -> tuple[int, Any]:
         start, body = self.sent
         return start["status"], json.loads(body["body"])
-
-
-def _scope() -> Message:
-    return {
-        "type": "http",
-        "method": "POST",
-        "path": "/validate",
-        "headers": [(b"content-type", b"application/json")],
-        "client": ("10.0.0.7", 40000),
-    }
 
 
 def _dropped(metrics: Metrics) -> dict[str, float]:
@@ -203,7 +193,7 @@ def test_a_review_refused_for_its_wait_is_logged_with_what_identifies_it(
             "resource_namespace": "team-a",
             "resource_name": "llama",
             "request_username": "system:serviceaccount:kueue-system:kueue-controller-manager",
-            "source_address": "10.0.0.7:40000",
+            "source_address": "127.0.0.1:40000",
         }
     ]
     assert refused[0]["severity"] == "WARNING"
