@@ -1,5 +1,6 @@
 """Which requests the rules judge, and what a judged request needs from the cluster view: the
-skips (operations, subresources, exempt identities, finalizer removal) and a TrainJob's runtime.
+skips (operations, subresources but a Pod's rewiring ones, exempt identities, finalizer removal)
+and a TrainJob's runtime.
 Made once per request (``assess``)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from app.domain.annotation import WIRING_KEYS
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at, value_at
 from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
+from app.domain.pod_writes import JUDGED_SUBRESOURCES
 from app.domain.review import Operation, Review
 from app.domain.value_type import value_type
 
@@ -45,11 +47,19 @@ def skip_reason(review: Review) -> str | None:
         return f"{review.operation} of a {kind.value} is not checked"
     if review.operation not in (Operation.CREATE, Operation.UPDATE):
         return f"{review.operation} is not checked"
-    if review.subresource:
+    if review.subresource and not _rewires_pod(review):
         return f"subresource {review.subresource} is not checked"
     if kind is None:
         return "not a kind nicguard judges"
     return _terminating_reason(review) or _pod_wiring_kept(review)
+
+
+def _rewires_pod(review: Review) -> bool:
+    """A Pod's status UPDATE or binding CREATE: writes that can change its wiring."""
+    return (
+        review.kind is Workload.POD
+        and JUDGED_SUBRESOURCES.get(review.subresource) is review.operation
+    )
 
 
 def _terminating_reason(review: Review) -> str | None:

@@ -11,8 +11,9 @@ from app.documents import load_yaml
 from app.domain.claims import RESOURCE_API
 from app.domain.cluster import ObjectName, recipe_of
 from app.domain.fields import JsonMap, str_at
-from app.domain.kinds import Copy, Protected, Role, kind_of, workload_of
+from app.domain.kinds import Copy, Protected, Role, Workload, kind_of, workload_of
 from app.domain.network import NETWORK_GROUP
+from app.domain.pod_writes import BINDING, BINDING_KIND, pod_of_binding
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.value_type import value_type
@@ -74,7 +75,12 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
         or _protected(group, kind, ObjectName(namespace, name), recipe)
     )
     written = old_recipe = snapshot = old_snapshot = None
-    if judged is Protected.RECIPE and recipe is not None:
+    subresource = _text(request.get("subResource"))
+    if group == "" and kind == BINDING_KIND and obj is not None:
+        # pods/binding, or the older bindings resource: the Binding's annotations are what the
+        # apiserver writes onto the Pod, judged as that Pod's wiring.
+        judged, obj, subresource = Workload.POD, pod_of_binding(obj, namespace), BINDING
+    elif judged is Protected.RECIPE and recipe is not None:
         written = None if obj is None else recipe_of(obj, recipe, load_yaml)
         old_recipe = None if old_obj is None else recipe_of(old_obj, recipe, load_yaml)
     elif group == "" and kind == Protected.RECIPE and obj is not None:
@@ -93,7 +99,7 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
             namespace=namespace,
             obj=obj,
             old_obj=old_obj,
-            subresource=_text(request.get("subResource")),
+            subresource=subresource,
             name=name,
             username=username,
             written_recipe=written,

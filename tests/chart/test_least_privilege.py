@@ -101,8 +101,9 @@ def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
     render: Any, namespace: str
 ) -> None:
     """JobSets, Jobs and Pods on CREATE and UPDATE, each only when a pod template carries the
-    interfaces annotation (or, on UPDATE, did; a Pod's UPDATE only when its wiring changes:
-    docs/rules.md, the workload doors)."""
+    interfaces annotation (or, on UPDATE, did; a Pod's UPDATE, or its status write, only when
+    its wiring changes; a Binding only when it carries either wiring annotation: docs/rules.md,
+    the workload doors)."""
     doors = {h["name"]: h for h in webhooks(render()) if h["name"] in WORKLOAD_DOORS}
     assert set(doors) == WORKLOAD_DOORS
     for hook in doors.values():
@@ -122,7 +123,13 @@ def test_the_workload_doors_fail_closed_and_are_sent_only_wired_objects(
             ("batch", "jobs", ("CREATE", "UPDATE"), ("v1",)),
             ("jobset.x-k8s.io", "jobsets", ("CREATE", "UPDATE"), ("v1alpha2",)),
         ],
-        "pods.nicguard.dev": [("", "pods", ("CREATE", "UPDATE"), ("v1",))],
+        # A status write and a Binding (pods/binding, or the older bindings) can rewire a Pod.
+        "pods.nicguard.dev": [
+            ("", "bindings", ("CREATE",), ("v1",)),
+            ("", "pods", ("CREATE", "UPDATE"), ("v1",)),
+            ("", "pods/binding", ("CREATE",), ("v1",)),
+            ("", "pods/status", ("UPDATE",), ("v1",)),
+        ],
     }
     wired = {
         name: [c["name"] for c in hook["matchConditions"] if c["name"].startswith("wired-")]

@@ -98,10 +98,39 @@ SWAPPED = (("eth1", "gpu-nic-1"), ("eth2", "gpu-nic-0"))
             Assessment("DELETE of a Job is not checked", None),
             id="a-job-delete",
         ),
+        # A Binding's annotations are written onto its Pod, a status write keeps the request's
+        # (app.domain.pod_writes): judged, each for its one operation.
         pytest.param(
             review(pod(wired()), subresource="binding"),
-            Assessment("subresource binding is not checked", None),
+            Assessment(None, None),
             id="a-pod-binding",
+        ),
+        pytest.param(
+            review(pod(wired()), operation=Operation.UPDATE, old=pod(None), subresource="status"),
+            Assessment(None, None),
+            id="a-pod-status-write-rewiring-it",
+        ),
+        pytest.param(
+            review(
+                pod(wired()), operation=Operation.UPDATE, old=pod(wired()), subresource="status"
+            ),
+            Assessment("the update leaves the Pod's wiring annotations as they were", None),
+            id="a-pod-status-write-keeping-its-wiring",
+        ),
+        pytest.param(
+            review(pod(wired()), operation=Operation.UPDATE, subresource="binding"),
+            Assessment("subresource binding is not checked", None),
+            id="a-pod-binding-update",
+        ),
+        pytest.param(
+            review(pod(wired()), subresource="status"),
+            Assessment("subresource status is not checked", None),
+            id="a-pod-status-create",
+        ),
+        pytest.param(
+            review(pod(wired()), operation=Operation.UPDATE, subresource="ephemeralcontainers"),
+            Assessment("subresource ephemeralcontainers is not checked", None),
+            id="a-pod-ephemeralcontainers-write",
         ),
         pytest.param(
             Review(

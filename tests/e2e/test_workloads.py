@@ -385,3 +385,72 @@ def test_audit_include_workloads_names_what_runs_wired_wrong(stack: Stack, names
     assert "[NetworkNotFound]" in blocks[1]
     assert "gpu-nic-missing" in blocks[1]
     assert blocks[-1] == "2 audited, 1 pass, 0 warn, 1 fail"
+
+
+def binding(name: str, namespace: str, annotations: dict[str, str]) -> Obj:
+    """A Binding of Pod ``name`` to a node, carrying ``annotations`` (the apiserver copies them
+    onto the Pod)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        metadata["annotations"] = annotations
+    target = {"apiVersion": "v1", "kind": "Node", "name": "gpu-node-1"}
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": metadata, "target": target}
+
+
+def bind(stack: Stack, through: str, obj: Obj) -> Run:
+    """``obj`` (a Binding) created as admin through ``pods/binding`` or the older ``bindings``
+    resource (what ``kubectl create`` of a Binding uses)."""
+    name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
+    if through == "bindings":
+        return stack.plane.kubectl("admin", "create", "-f", "-", input=json.dumps(obj))
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+    return stack.plane.kubectl("admin", "create", "--raw", path, "-f", "-", input=json.dumps(obj))
+
+
+def test_a_status_write_that_rewires_a_pod_is_refused(stack: Stack, namespace: str) -> None:
+    """kube-apiserver's status strategy keeps the request's annotations: a status write is a
+    way to rewire a Pod, judged as its update; the Pod keeps its admitted wiring."""
+    name = unique("llama-node-0-0")
+    expect.allowed(stack.apply(pod(name, namespace, list(RECIPE_PAIRS)), who="admin"))
+    rewired = json.dumps({"metadata": {"annotations": {INTERFACES: interfaces(LOST)}}})
+    run = stack.kubectl(
+        "patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge",
+        "-p", rewired, who="admin",
+    )  # fmt: skip
+    expect.denied(
+        run,
+        f"Pod/{namespace}/{name}",
+        "NetworkNotFound",
+        f"Pod {namespace}/{name}: ",
+        "gpu-nic-missing",
+        webhook=PODS,
+    )
+    held = annotations_of(stack, "pod", name, namespace, "metadata.annotations")
+    assert held[INTERFACES] == interfaces(RECIPE_PAIRS)
+
+
+@pytest.mark.parametrize("through", ["pods/binding", "bindings"])
+def test_a_binding_that_rewires_a_pod_is_refused_and_a_schedulers_never_reaches_nicguard(
+    stack: Stack, namespace: str, through: str
+) -> None:
+    """The apiserver copies a Binding's annotations onto the Pod it binds: a Binding carrying
+    wiring is judged as the Pod's new wiring, refused, and the Pod stays unbound and as it was.
+    A Binding without wiring (what a scheduler writes) is never sent to nicguard."""
+    name = unique("llama-node-0-0")
+    expect.allowed(stack.apply(pod(name, namespace, list(RECIPE_PAIRS)), who="admin"))
+    run = bind(stack, through, binding(name, namespace, {INTERFACES: interfaces(LOST)}))
+    expect.denied(
+        run,
+        f"Binding/{namespace}/{name}",
+        "NetworkNotFound",
+        f"Pod {namespace}/{name}: ",
+        "gpu-nic-missing",
+        webhook=PODS,
+    )
+    stored = annotations_of(stack, "pod", name, namespace, "metadata")
+    assert stored["annotations"][INTERFACES] == interfaces(RECIPE_PAIRS)
+    before = stack.nicguard.judged_requests()
+    scheduled = bind(stack, through, binding(name, namespace, {}))
+    assert scheduled.returncode == 0, expect.shown(scheduled)
+    assert annotations_of(stack, "pod", name, namespace, "spec.nodeName") == "gpu-node-1"
+    assert stack.nicguard.judged_requests() == before

@@ -119,3 +119,73 @@ def test_a_wired_pod_as_the_apiserver_sends_it_is_allowed(client: TestClient) ->
     assert response["allowed"] is True
     assert response["uid"] == review["request"]["uid"]
     assert "warnings" not in response
+
+
+def _status_write(review: dict[str, Any]) -> dict[str, Any]:
+    """``review``'s Pod UPDATE made through ``pods/status``, as a kubelet or operator makes it."""
+    review["request"]["subResource"] = "status"
+    return review
+
+
+def test_a_status_write_that_rewires_a_pod_is_judged_as_its_update(client: TestClient) -> None:
+    response = _response(client, _status_write(sample_review("swapped-gated-pod")))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == POD_MESSAGE
+
+
+def test_a_status_write_keeping_the_wiring_is_not_judged(client: TestClient) -> None:
+    review = _status_write(sample_review("misplaced-pod"))
+    review["request"]["operation"] = "UPDATE"
+    review["request"]["oldObject"] = review["request"]["object"]
+    assert _response(client, review)["allowed"] is True
+
+
+def _binding(annotations: dict[str, str], *, resource: str = "pods") -> dict[str, Any]:
+    """A ``pods/binding`` CREATE (or one of the older ``bindings`` resource) of Pod
+    team-a/llama-node-0-1-x2k9p carrying ``annotations``."""
+    review = sample_review("misplaced-pod")
+    request = review["request"]
+    request["kind"] = request["requestKind"] = {"group": "", "version": "v1", "kind": "Binding"}
+    request["resource"] = request["requestResource"] = {
+        "group": "",
+        "version": "v1",
+        "resource": resource,
+    }
+    if resource == "pods":
+        request["subResource"] = request["requestSubResource"] = "binding"
+    request["userInfo"] = {"username": "system:serviceaccount:team-a:binder"}
+    request["object"] = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {
+            "name": "llama-node-0-1-x2k9p",
+            "namespace": "team-a",
+            "annotations": annotations,
+        },
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "gpu-node-1"},
+    }
+    return review
+
+
+MISSING_EIGHT = (
+    '[{"interfaceName":"eth0","network":"default"},'
+    '{"interfaceName":"eth8","network":"gpu-nic-missing"}]'
+)
+
+
+def test_a_binding_carrying_wiring_is_judged_as_the_pods_new_wiring(client: TestClient) -> None:
+    for resource in ("pods", "bindings"):
+        response = _response(
+            client, _binding({"networking.gke.io/interfaces": MISSING_EIGHT}, resource=resource)
+        )
+        assert response["allowed"] is False, resource
+        assert response["auditAnnotations"]["violations"] == "NetworkNotFound"
+        assert response["status"]["message"].startswith(
+            "Binding/team-a/llama-node-0-1-x2k9p: [NetworkNotFound] Pod "
+            "team-a/llama-node-0-1-x2k9p: no Network object exists for "
+        )
+
+
+def test_a_binding_without_wiring_is_allowed(client: TestClient) -> None:
+    assert _response(client, _binding({"note": "scheduled"}))["allowed"] is True
+    assert _response(client, _binding({}))["allowed"] is True
