@@ -300,30 +300,47 @@ def test_a_label_never_unbinds_the_runtime_the_settings_bind_by_name(stack: Stac
 
 
 @pytest.mark.parametrize(
-    ("network", "code", "counted", "codes"),
+    ("network", "count", "code", "counted", "codes"),
     [
+        # As many entries as nicguard reads (64 with eth0), each a violation.
         pytest.param(
-            "absent-{i}", "NetworkNotFound", "and 5988 more", ["NetworkNotFound"], id="missing"
+            "absent-{i}", 63, "NetworkNotFound", "and 51 more", ["NetworkNotFound"], id="missing"
         ),
         # gpu-nic-0 belongs on eth1 (the recipe places it): on eth2.. it is misplaced too
         pytest.param(
             "gpu-nic-0",
+            63,
             "NetworkDuplicated",
             "more (see details.causes)",
             ["NetworkDuplicated", "NetworkMisplaced"],
             id="duplicated",
         ),
+        # A list no machine attaches: refused from its length, unparsed.
+        pytest.param(
+            "absent-{i}",
+            6000,
+            "InterfacesAnnotationMalformed",
+            "characters long; no machine GKE runs attaches more than 18 interfaces",
+            ["InterfacesAnnotationMalformed"],
+            id="longer-than-any-machine-attaches",
+        ),
     ],
 )
-def test_a_denial_naming_6000_networks_stays_bounded(
-    stack: Stack, namespace: str, network: str, code: str, counted: str, codes: list[str]
+def test_a_denial_naming_many_networks_stays_bounded(
+    stack: Stack,
+    namespace: str,
+    network: str,
+    count: int,
+    code: str,
+    counted: str,
+    codes: list[str],
 ) -> None:
     """One write, one bounded answer and one decision line under 16 KiB."""
     (shipped,) = load("cluster/torch-distributed-tcpxo.yaml")
     name = unique("many-nics")
     shipped["kind"] = "TrainingRuntime"
     shipped["metadata"] = {"name": name, "namespace": namespace}
-    pairs = [(f"eth{i}", network.format(i=i)) for i in range(1, 6001)]
+    pairs = [(f"eth{i}", network.format(i=i)) for i in range(1, count + 1)]
     node_annotations(shipped)[INTERFACES] = interfaces(pairs)
     # create, not apply: a last-applied-configuration annotation this large would be refused.
     run = stack.plane.kubectl("alice", "create", "-f", "-", input=as_list([shipped]))
