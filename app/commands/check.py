@@ -9,11 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
-from app.domain.claims import CLAIM_TEMPLATE_KIND, RESOURCE_API, is_claim_template
+from app.domain.claims import (
+    CLAIM_TEMPLATE_KIND,
+    RESOURCE_API,
+    claim_template_of,
+    is_claim_template,
+)
 from app.domain.cluster import (
     ClusterSnapshot,
     RuntimeKey,
     runtime_key,
+    with_claim_templates,
     with_runtimes,
 )
 from app.domain.evaluate import evaluate
@@ -85,10 +91,23 @@ def check_files(
             templates.append(sourced)
         else:
             note(f"{sourced.where}: {_described(sourced.obj)} is not a {_JUDGED}; not checked")
-    view = with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace)))
+    # Judged together, as if applied at once: a pod and the ResourceClaimTemplate it names meet
+    # whichever comes first in the FILEs (the cluster judges them so, in either order).
+    placed = [_placed(o.obj, namespace) for o in templates]
+    claimed = [t for t in map(claim_template_of, placed) if t is not None]
+    view = with_claim_templates(
+        with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace))), claimed
+    )
     results = [_evaluate(o.obj, kind, view, settings, namespace) for o, kind in subjects]
     results += [_evaluate_copy(o.obj, owner, view, settings, namespace) for o, owner in copies]
-    return results + [_evaluate_template(o.obj, view, settings, namespace) for o in templates]
+    return results + [_evaluate_template(obj, view, settings, namespace) for obj in placed]
+
+
+def _placed(obj: JsonMap, default: str) -> JsonMap:
+    """``obj`` in ``default`` unless it names its namespace, as ``kubectl apply -n`` puts it."""
+    if str_at(obj, "metadata", "namespace"):
+        return obj
+    return {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": default}}
 
 
 _JUDGED = (

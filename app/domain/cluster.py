@@ -345,6 +345,18 @@ def snapshot_of(
     )
 
 
+def with_claim_templates(
+    snapshot: ClusterSnapshot, extra: Iterable[ClaimTemplate]
+) -> ClusterSnapshot:
+    """The snapshot with more ResourceClaimTemplates (``check`` judges its FILEs together: a pod
+    and the template it names are judged the same whichever the cluster is given first)."""
+    state = snapshot.claim_template_state
+    if isinstance(state, Unverifiable):
+        return snapshot
+    merged = {**state.by_key, **{(t.namespace, t.name): t for t in extra}}
+    return replace(snapshot, claim_template_state=replace(state, by_key=merged))
+
+
 def with_runtimes(
     snapshot: ClusterSnapshot, extra: Mapping[RuntimeKey, JsonMap]
 ) -> ClusterSnapshot:

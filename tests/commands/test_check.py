@@ -679,3 +679,53 @@ def test_check_holds_a_pod_to_gke_not_to_aicrs_eth0(tmp_path: Path) -> None:
         ("gw-eth2", False),
     ]
     assert [v["code"] for v in results[2]["violations"]] == ["DefaultInterfaceInvalid"]
+
+
+DRANET_STATE = ROOT / "examples" / "dranet" / "cluster"
+
+
+def _device_wired_pod(claimed: str) -> dict[str, Any]:
+    """A Pod of team-a mapping eth1 to rdma-0 (a Device-type Network of the DRANET example) and
+    claiming ResourceClaimTemplate ``claimed``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "worker-0",
+            "namespace": "team-a",
+            "annotations": {INTERFACES: annotation([("eth1", "rdma-0")])},
+        },
+        "spec": {
+            "containers": [{"name": "w", "image": "w:1", "resources": {"claims": [{"name": "r"}]}}],
+            "resourceClaims": [{"name": "r", "resourceClaimTemplateName": claimed}],
+        },
+    }
+
+
+def _rdma_template(name: str) -> dict[str, Any]:
+    request = {"name": "rdma", "exactly": {"deviceClassName": "mrdma.google.com"}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+@pytest.mark.parametrize("template_first", [False, True], ids=["pod-first", "template-first"])
+def test_a_pod_and_the_template_it_names_are_judged_together_in_either_order(
+    tmp_path: Path, template_first: bool
+) -> None:
+    """The template is new (not in the state): judged with the FILEs, the Pod's Device-type
+    Network beside the RDMA claim it names is WiringModeConflict whichever file comes first."""
+    pod, template = tmp_path / "pod.yaml", tmp_path / "template.yaml"
+    pod.write_text(yaml.safe_dump(_device_wired_pod("my-rdma")))
+    template.write_text(yaml.safe_dump(_rdma_template("my-rdma")))
+    files = [template, pod] if template_first else [pod, template]
+    run = nicguard("check", "--state", str(DRANET_STATE), "--output", "json", *map(str, files))
+    assert run.returncode == 1, run.stdout + run.stderr
+    verdicts = {
+        result["kind"]: [v["code"] for v in result["violations"]]
+        for result in json.loads(run.stdout)["results"]
+    }
+    assert verdicts["Pod"] == ["WiringModeConflict"]

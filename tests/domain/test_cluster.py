@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.documents import load_yaml
-from app.domain.claims import ClaimRequest, ClaimTemplate
+from app.domain.claims import ClaimRequest, ClaimTemplate, claim_template_of
 from app.domain.cluster import (
     ClaimTemplates,
     ClusterSnapshot,
@@ -16,6 +18,7 @@ from app.domain.cluster import (
     describes_param_sets,
     runtime_key,
     snapshot_of,
+    with_claim_templates,
     with_runtimes,
 )
 from app.domain.kinds import Kind, trainer_kind
@@ -188,6 +191,22 @@ def test_an_unverifiable_runtime_state_stays_unverifiable() -> None:
     assert with_runtimes(snapshot, {runtime_key(Kind.TRAINING_RUNTIME, "t", "x"): {}}) is snapshot
     assert snapshot.runtime(Kind.TRAINING_RUNTIME, "t", "x") == unknown
     assert snapshot.recipe() == RecipeMissing("a/b")
+
+
+def test_with_claim_templates_adds_and_replaces_templates() -> None:
+    old = claim_template("default-rdma", exactly(mode="ExactCount", count=1))
+    new, extra = claim_template("default-rdma"), claim_template("imex")
+    snapshot = _snapshot(old, network("n"))
+    added = with_claim_templates(
+        snapshot, [t for t in map(claim_template_of, (new, extra)) if t is not None]
+    )
+    templates = added.claim_templates()
+    assert isinstance(templates, ClaimTemplates)
+    assert templates.get("team", "default-rdma") == claim_template_of(new)
+    assert templates.get("team", "imex") == claim_template_of(extra)
+    assert added.networks() == snapshot.networks()
+    unknown = replace(snapshot, claim_template_state=Unverifiable("not synced"))
+    assert with_claim_templates(unknown, templates.by_key.values()) is unknown
 
 
 @pytest.mark.parametrize(
