@@ -240,6 +240,33 @@ class WithRuntime:
 
 
 @dataclass(frozen=True, slots=True)
+class WithClaimTemplate:
+    """A view plus one ResourceClaimTemplate (one being created, judged with what names it)."""
+
+    view: ClusterView
+    template: ClaimTemplate
+
+    def networks(self) -> Networks | Unverifiable:
+        return self.view.networks()
+
+    def recipe(self) -> Recipe | RecipeMissing | Unverifiable:
+        return self.view.recipe()
+
+    def runtime(self, kind: Kind, namespace: str, name: str) -> JsonMap | Unverifiable | None:
+        return self.view.runtime(kind, namespace, name)
+
+    def runtimes(self) -> Iterable[tuple[RuntimeKey, JsonMap]] | Unverifiable:
+        return self.view.runtimes()
+
+    def claim_templates(self) -> ClaimTemplates | Unverifiable:
+        state = self.view.claim_templates()
+        if isinstance(state, Unverifiable):
+            return state
+        added = (self.template.namespace, self.template.name)
+        return replace(state, by_key={**state.by_key, added: self.template})
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectName:
     """``namespace/name`` of a namespaced object, e.g. the recipe ConfigMap."""
 

@@ -364,3 +364,37 @@ def test_a_template_recreated_with_one_nic_is_refused_and_past_break_glass_audit
     )
     assert "[RdmaClaimMismatch]" in block
     assert namespace in block
+
+
+@pytest.mark.parametrize("runtime_first", [True, False], ids=["runtime-first", "template-first"])
+def test_a_device_network_runtime_and_the_template_it_names_conflict_in_either_order(
+    dra: tuple[Stack, str, str], runtime_first: bool
+) -> None:
+    """An unbound runtime mapping a Device-type Network and naming a template that requests RDMA
+    NICs is WiringModeConflict whichever is written first: at the runtime's door when the
+    template exists, at the template's when the runtime was admitted before it (SPEC §16)."""
+    stack, everything, _ = dra
+    name = unique("my-rdma")
+    wiring = {"networking.gke.io/interfaces": interfaces([("eth1", NETWORK)])}
+    obj = dra_runtime(everything, name, profile=None, annotations=wiring)
+    template = claim_template(everything, name, allocationMode="All")
+    template_name = f"ResourceClaimTemplate/{everything}/{name}"
+    if runtime_first:
+        expect.allowed(stack.apply(obj, who="admin"))  # nothing it names requests RDMA NICs yet
+        stack.judged(template, "[WiringModeConflict]", who="admin")  # the runtime is cached
+        expect.denied(
+            stack.apply(template, who="admin"),
+            template_name,
+            "WiringModeConflict",
+            f"{described(obj)}, which names it, would then be wired both ways: ",
+            f"eth1->{NETWORK}, a Device-type Network",
+            webhook=TEMPLATE_DOOR,
+        )
+    else:
+        expect.allowed(stack.apply(template, who="admin"))
+        expect.denied(
+            stack.judged(obj, "[WiringModeConflict]", who="admin"),
+            subject(obj),
+            "WiringModeConflict",
+            f"eth1->{NETWORK}, a Device-type Network, and the pod claims mrdma.google.com",
+        )

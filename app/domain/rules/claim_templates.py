@@ -48,7 +48,7 @@ def wired_claims(runtime: JsonMap) -> Iterator[tuple[str, PodClaims]]:
             yield template.job, pod_claims(template.resource_claims, template.path)
 
 
-def _named_together(runtime: JsonMap, name: str) -> tuple[frozenset[str], ...]:
+def named_together(runtime: JsonMap, name: str) -> tuple[frozenset[str], ...]:
     """For each wired template that names ``name``, every template name it uses."""
     found = (
         frozenset(e.template for e in claims.templates if e.template)
@@ -148,7 +148,7 @@ def _holders(
         if kind is Kind.TRAINING_RUNTIME and held_in != namespace:
             continue
         profile = dra_profile(kind, runtime, policy)
-        together = () if profile is None else _named_together(runtime, name)
+        together = () if profile is None else named_together(runtime, name)
         if profile is not None and together:
             yield key, profile, together
 
@@ -164,7 +164,7 @@ def _refused(
     if requests:
         code, field = (
             Code.RDMA_CLAIM_MISMATCH,
-            _mismatch_field(obj, requests[0].name, requests[0].narrowed),
+            mismatch_field(obj, requests[0].name, requests[0].narrowed),
         )
         asked = f"requests {template.asks(RDMA_CLASS)}"
         expected = claim_expected(nics, narrowed=template.narrows(RDMA_CLASS))
@@ -180,7 +180,7 @@ def _refused(
     )
 
 
-def _mismatch_field(obj: JsonMap, request: str, narrowed: tuple[str, ...]) -> str:
+def mismatch_field(obj: JsonMap, request: str, narrowed: tuple[str, ...]) -> str:
     """The request's place in the object, or the field that narrows it (the first)."""
     if narrowed and narrowed[0] in (CONSTRAINTS, CONFIG):
         return f"{_DEVICES}.{narrowed[0]}"

@@ -119,7 +119,9 @@ CASES = {
                 jobs=[claimed_job(by_template(), annotations=wired())],
             ),
         ),
-        (),
+        # Not a DRA holder (no RdmaClaimMismatch), but its Device-type Networks beside the
+        # claim the template makes real are a conflict (template_conflicts).
+        ("WiringModeConflict",),
     ),
     "a-bound-runtime-naming-another-template": Case(
         claim_template("imex", exactly(NETDEV)), (BOUND_TR, BOUND_CTR), ()
@@ -400,3 +402,67 @@ def test_the_audit_fails_a_bound_cluster_runtime_with_its_other_findings() -> No
     )
     assert more.codes == standing.codes
     assert more.fingerprint != standing.fingerprint
+
+
+# An unbound runtime mapping eth1 to gpu-nic-0 (a Device-type Network in the snapshot) and
+# claiming by default-rdma: admitted while default-rdma did not exist.
+ANNOTATED_TR = runtime("annotated", kind=TR, jobs=[claimed_job(by_template(), annotations=wired())])
+ANNOTATED_CTR = runtime(
+    "annotated", kind=CTR, jobs=[claimed_job(by_template(), annotations=wired())]
+)
+
+
+@pytest.mark.parametrize(
+    ("template", "runtimes", "namespace", "expected"),
+    [
+        pytest.param(claim_template(), (ANNOTATED_TR,), "team", ("WiringModeConflict",), id="tr"),
+        pytest.param(
+            claim_template(namespace="team-b"),
+            (ANNOTATED_CTR,),
+            "team-b",
+            ("WiringModeConflict",),
+            id="ctr-in-any-namespace",
+        ),
+        pytest.param(
+            claim_template(namespace="team-b"), (ANNOTATED_TR,), "team-b", (), id="tr-elsewhere"
+        ),
+        pytest.param(claim_template("other"), (ANNOTATED_TR,), "team", (), id="another-name"),
+        pytest.param(
+            claim_template("default-rdma", exactly(NETDEV)),
+            (ANNOTATED_TR,),
+            "team",
+            (),
+            id="no-rdma-request",
+        ),
+    ],
+)
+def test_a_template_created_after_a_runtime_mapping_a_device_network_is_a_conflict(
+    template: JsonMap, runtimes: tuple[JsonMap, ...], namespace: str, expected: tuple[str, ...]
+) -> None:
+    """Order does not decide: the runtime, admitted while the template did not exist, is
+    judged with it now, at the template's door."""
+    verdict = created(template, *runtimes, namespace=namespace)
+    assert codes(verdict) == expected
+    if expected:
+        (conflict,) = verdict.violations
+        assert conflict.field == f"{REQUESTS}[0]"
+        assert conflict.message.startswith(
+            f"ResourceClaimTemplate {namespace}/default-rdma requests {RDMA} devices, and "
+        )
+        assert "which names it, would then be wired both ways: the interfaces annotation" in (
+            conflict.message
+        )
+        assert "eth1->gpu-nic-0, a Device-type Network" in conflict.message
+
+
+def test_a_conflict_the_runtime_had_already_is_not_the_templates() -> None:
+    """A bound runtime mapping a Device-type Network conflicts whatever its templates: that was
+    refused at its own door, not news at the template's."""
+    bound = dra_runtime(by_template(), annotations=wired(), name="bound")
+    assert codes(created(claim_template(), bound)) == ()
+
+
+def test_a_conflict_at_the_template_door_follows_the_setting_protect() -> None:
+    warned = created(claim_template(), ANNOTATED_TR, policy=Policy(protect=Protect.WARN))
+    assert warned.allowed
+    assert any("WiringModeConflict" in w for w in warned.warnings)
