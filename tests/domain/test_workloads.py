@@ -699,3 +699,23 @@ def test_a_jobset_template_claiming_rdma_nics_and_mapping_networks_conflicts() -
         )
     ]
     assert "node job: " in verdict.violations[0].message
+
+
+def test_a_suspended_jobsets_edit_may_wire_fewer_recipe_nics_but_not_move_them() -> None:
+    """What docs/rules.md says a suspended JobSet's edit can and cannot do to a bound runtime's
+    wiring: the door judges it unbound, so 4 of the recipe's 8 NICs, each on its interface, are
+    admitted (a bound template would be MappingDivergesFromRecipe); moved, they are not."""
+    queued = job_set(node_job(wired(PAIRS)), suspend=True, owners=[controller("TrainJob", "llama")])
+    fewer = job_set(
+        node_job(wired(PAIRS[:4])), suspend=True, owners=[controller("TrainJob", "llama")]
+    )
+    moved = job_set(
+        node_job(wired(MISPLACED)), suspend=True, owners=[controller("TrainJob", "llama")]
+    )
+    state = snapshot()
+    edited = [
+        evaluate(review(new, operation=Operation.UPDATE, old=queued), state, Policy())
+        for new in (fewer, moved)
+    ]
+    assert [v.code.value for v in edited[0].violations] == []
+    assert [v.code.value for v in edited[1].violations] == ["NetworkMisplaced"]
