@@ -14,6 +14,7 @@ from app.domain.cluster import (
     Networks,
     ObjectName,
     Unverifiable,
+    WithClaimTemplate,
     WithRuntime,
     describes_param_sets,
     runtime_key,
@@ -207,6 +208,26 @@ def test_with_claim_templates_adds_and_replaces_templates() -> None:
     assert added.networks() == snapshot.networks()
     unknown = replace(snapshot, claim_template_state=Unverifiable("not synced"))
     assert with_claim_templates(unknown, templates.by_key.values()) is unknown
+
+
+def test_a_view_with_a_claim_template_adds_it_and_reads_the_rest_through() -> None:
+    ctr = runtime("a")
+    base = _snapshot(ctr, network("n"), claim_template("default-rdma"))
+    added = claim_template_of(claim_template("my-rdma"))
+    assert added is not None
+    view = WithClaimTemplate(base, added)
+    templates = view.claim_templates()
+    assert isinstance(templates, ClaimTemplates)
+    assert templates.get("team", "my-rdma") == added
+    assert templates.get("team", "default-rdma") is not None
+    assert view.networks() == base.networks()
+    assert view.recipe() == base.recipe()
+    assert view.runtime(Kind.CLUSTER_TRAINING_RUNTIME, "", "a") == base.runtime(
+        Kind.CLUSTER_TRAINING_RUNTIME, "", "a"
+    )
+    assert view.runtimes() == base.runtimes()
+    unknown = replace(base, claim_template_state=Unverifiable("not synced"))
+    assert WithClaimTemplate(unknown, added).claim_templates() == Unverifiable("not synced")
 
 
 @pytest.mark.parametrize(
