@@ -352,7 +352,9 @@ def test_a_body_stalled_past_the_deadline_releases_its_reservation(
             wait_for(lambda: served.budget.held > 0)
             sock.settimeout(30)
             assert closed(sock)
-            assert served.budget.held == 0
+            # Released once the request's work sees the connection gone (a few turns of the
+            # loop after the close): what the work holds is counted until it ends.
+            wait_for(lambda: served.budget.held == 0)
         assert served.closed == [Closed.DEADLINE, Closed.DEADLINE]
 
 
