@@ -6,10 +6,12 @@ Malformed requests get a short JSON 4xx; nothing here raises a 5xx or waits fore
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Final, cast
 
 import orjson
@@ -215,18 +217,11 @@ class _Validate:
 
     async def _decode_yaml(self, body: object, scope: Scope, receive: Receive) -> AdmissionRequest:
         """A ConfigMap's review, decoded on the YAML thread once it has its turn."""
-        watch = ClientWatch(receive)
-        try:
-            identity = lambda: identity_of(body)  # noqa: E731 - only for a refusal
-            await self._take(self._decoding_turn, watch, Queue.YAML, identity, scope)
-            try:
-                return await asyncio.get_running_loop().run_in_executor(
-                    self._decoding, self._decode_yaml_for, watch, body
-                )
-            finally:
-                self._decoding_turn.give_back()
-        finally:
-            watch.stop()
+        identity = partial(identity_of, body)  # only for a refusal
+        async with self._turn(self._decoding_turn, Queue.YAML, identity, scope, receive) as watch:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._decoding, self._decode_yaml_for, watch, body
+            )
 
     def _decode_yaml_for(self, watch: ClientWatch, body: object) -> AdmissionRequest:
         watch.check(Queue.YAML)
@@ -238,32 +233,37 @@ class _Validate:
         """A costly review, decoded and judged on the judging thread once it has its turn; only
         a TrainJob's runtime read, when it needs one, comes back to the loop. Dropped, wherever
         it waits, once its client has gone."""
+        identity = partial(identity_in, body)  # only for a refusal
+        async with self._turn(self._judging_turn, Queue.JUDGING, identity, scope, receive) as watch:
+            loop = asyncio.get_running_loop()
+            admission, assessment = await loop.run_in_executor(
+                self._judging, self._parse, watch, body
+            )
+            missing = self._missing_runtime(assessment)
+            view = self._view if missing is None else await self._with_runtime(admission, *missing)
+            return await loop.run_in_executor(
+                self._judging, self._answer_for, watch, admission, assessment, view, scope, started
+            )
+
+    @contextlib.asynccontextmanager
+    async def _turn(
+        self,
+        turn: Turn,
+        queue: Queue,
+        identity: Callable[[], ReviewIdentity],
+        scope: Scope,
+        receive: Receive,
+    ) -> AsyncIterator[ClientWatch]:
+        """The thread's turn, its client watched from taking it to giving it back: refused
+        (503) beyond the wait or when the body budget takes the body's room meanwhile, dropped
+        once the client has gone (``identity`` says whose, for a refusal)."""
         watch = ClientWatch(receive)
         try:
-            identity = lambda: identity_in(body)  # noqa: E731 - only for a refusal
-            await self._take(self._judging_turn, watch, Queue.JUDGING, identity, scope)
+            await self._take(turn, watch, queue, identity, scope)
             try:
-                loop = asyncio.get_running_loop()
-                admission, assessment = await loop.run_in_executor(
-                    self._judging, self._parse, watch, body
-                )
-                missing = self._missing_runtime(assessment)
-                if missing is None:
-                    view = self._view
-                else:
-                    view = await self._with_runtime(admission, *missing)
-                return await loop.run_in_executor(
-                    self._judging,
-                    self._answer_for,
-                    watch,
-                    admission,
-                    assessment,
-                    view,
-                    scope,
-                    started,
-                )
+                yield watch
             finally:
-                self._judging_turn.give_back()
+                turn.give_back()
         finally:
             watch.stop()
 
@@ -275,8 +275,7 @@ class _Validate:
         identity: Callable[[], ReviewIdentity],
         scope: Scope,
     ) -> None:
-        """The thread's turn, within the wait; refused (503) beyond it or when the body budget
-        takes the body's room meanwhile, dropped once the client has gone."""
+        """The thread's turn, within the wait (see ``_turn``)."""
         hold = _body_hold(scope)
         if hold is not None:
             hold.wait(watch.evict)
