@@ -35,8 +35,10 @@ def template_conflicts(
         held_in = key[1]
         if (held_in and held_in != where) or not named_together(runtime, template.name):
             continue
-        before = _conflicts(judge_runtime(key[0], runtime, view, policy, pods_in=where).verdict)
         after = _conflicts(judge_runtime(key[0], runtime, placed, policy, pods_in=where).verdict)
+        if not after:  # the common case: judged once
+            continue
+        before = _conflicts(judge_runtime(key[0], runtime, view, policy, pods_in=where).verdict)
         added = [v for v in after if v not in before]
         if added:
             out.judge(
