@@ -262,8 +262,7 @@ class WithClaimTemplate:
         state = self.view.claim_templates()
         if isinstance(state, Unverifiable):
             return state
-        added = (self.template.namespace, self.template.name)
-        return replace(state, by_key={**state.by_key, added: self.template})
+        return _adding(state, (self.template,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,8 +379,12 @@ def with_claim_templates(
     state = snapshot.claim_template_state
     if isinstance(state, Unverifiable):
         return snapshot
-    merged = {**state.by_key, **{(t.namespace, t.name): t for t in extra}}
-    return replace(snapshot, claim_template_state=replace(state, by_key=merged))
+    return replace(snapshot, claim_template_state=_adding(state, extra))
+
+
+def _adding(state: ClaimTemplates, extra: Iterable[ClaimTemplate]) -> ClaimTemplates:
+    """``state`` with ``extra`` added, each replacing one of its name."""
+    return replace(state, by_key={**state.by_key, **{(t.namespace, t.name): t for t in extra}})
 
 
 def with_runtimes(

@@ -12,7 +12,6 @@ from app.domain.review import Operation
 STATUS: Final = "status"
 BINDING: Final = "binding"
 BINDING_KIND: Final = "Binding"
-BINDINGS_RESOURCE: Final = "bindings"  # the older door to the same write: POST .../bindings
 # The subresources of a Pod whose writes can rewire it, and the one operation of each.
 JUDGED_SUBRESOURCES: Final = {STATUS: Operation.UPDATE, BINDING: Operation.CREATE}
 
