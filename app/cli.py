@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, render, report_api
-from app.commands.check import DEFAULT_NAMESPACE, check_files, render_json, render_text
+from app.commands.check import check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
     Settings,
@@ -23,6 +23,7 @@ from app.config import (
 )
 from app.files.state import StateFileError
 from app.kube.credentials import ClientConfigError
+from app.kubeyaml.claimants import DEFAULT_NAMESPACE
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 

@@ -14,6 +14,7 @@ from app.domain.kinds import Copy, Kind, Role, workload_kind
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict
+from app.kubeyaml.claimants import claimant_in
 
 INTERFACES: Final = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE: Final = "networking.gke.io/default-interface"
@@ -259,11 +260,14 @@ def snapshot(
     recipe: Mapping[str, object] | None = None,
     no_recipe: bool = False,
 ) -> ClusterSnapshot:
-    """A cluster with usable ``networks``, the recipe (default: plain PAIRS) and ``objects``."""
+    """A cluster with usable ``networks``, the recipe (default: plain PAIRS) and ``objects``
+    (the snapshots and workloads among them that name templates: claimants, as a file state's)."""
     found: list[object] = [network(name) for name in networks]
     if not no_recipe:
         found.append(configmap(plain_recipe() if recipe is None else recipe))
-    return snapshot_of([*found, *objects], recipe_name=RECIPE_NAME, load_yaml=load_yaml)
+    return snapshot_of(
+        [*found, *objects], recipe_name=RECIPE_NAME, load_yaml=load_yaml, claimant_of=claimant_in
+    )
 
 
 def with_metadata(obj: Mapping[str, object], **fields: object) -> dict[str, object]:

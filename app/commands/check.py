@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
+from app.domain.claimants import snapshot_claimant
 from app.domain.claims import (
     CLAIM_TEMPLATE_KIND,
     RESOURCE_API,
@@ -20,19 +21,17 @@ from app.domain.cluster import (
     RuntimeKey,
     runtime_key,
     with_claim_templates,
+    with_claimants,
     with_runtimes,
 )
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap, map_at, str_at
-from app.domain.kinds import Copy, Kind, Protected, Workload, trainer_kind, workload_kind
+from app.domain.kinds import Kind, Protected, Workload, trainer_kind, workload_kind
 from app.domain.review import Operation, Review
-from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.verdict import Verdict, shown
 from app.domain.workloads import workload_templates
 from app.files.state import SourcedObject, load_objects, state_snapshot
-from app.kubeyaml import load_snapshot_yaml
-
-DEFAULT_NAMESPACE = "default"
+from app.kubeyaml.claimants import DEFAULT_NAMESPACE, claimant_in, copy_review
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +74,18 @@ def check_files(
     """
     snapshot = state_snapshot(state, settings.recipe_configmap, note)
     subjects: list[tuple[SourcedObject, Kind | Workload]] = []
-    copies: list[tuple[SourcedObject, str]] = []
+    copies: list[Review] = []
     templates: list[SourcedObject] = []
     for sourced in load_objects(list(files)):
         kind = trainer_kind(sourced.obj) or workload_kind(sourced.obj)
-        owner = _snapshot_owner(sourced.obj)
+        copy = copy_review(sourced.obj, namespace)
         if isinstance(kind, Workload) and not workload_templates(kind, sourced.obj):
             # What the shipped matchConditions never send: every other Pod of `kubectl get pods`.
             note(f"{sourced.where}: {_described(sourced.obj)} is not wired; not checked")
         elif kind is not None:
             subjects.append((sourced, kind))
-        elif owner is not None:
-            copies.append((sourced, owner))
+        elif copy is not None:
+            copies.append(copy)
         elif is_claim_template(sourced.obj):
             templates.append(sourced)
         else:
@@ -94,13 +93,23 @@ def check_files(
     # Judged together, as if applied at once: a pod and the ResourceClaimTemplate it names meet
     # whichever comes first in the FILEs (the cluster judges them so, in either order).
     placed = [_placed(o.obj, namespace) for o in templates]
-    claimed = [t for t in map(claim_template_of, placed) if t is not None]
-    view = with_claim_templates(
-        with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace))), claimed
+    claimed = [claim_template_of(obj) for obj in placed]
+    named = (claimant_in(o.obj, namespace) for o, kind in subjects if isinstance(kind, Workload))
+    named_by_copies = (snapshot_claimant(c.obj, c.snapshot) for c in copies if c.obj and c.snapshot)
+    base = with_claimants(
+        with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace))),
+        [c for c in (*named, *named_by_copies) if c is not None],
     )
+    view = with_claim_templates(base, [t for t in claimed if t is not None])
     results = [_evaluate(o.obj, kind, view, settings, namespace) for o, kind in subjects]
-    results += [_evaluate_copy(o.obj, owner, view, settings, namespace) for o, owner in copies]
-    return results + [_evaluate_template(obj, view, settings, namespace) for obj in placed]
+    results += [_evaluate_copy(review, view, settings) for review in copies]
+    for position, obj in enumerate(placed):
+        # Each template is created into the cluster the others make: without itself.
+        others = [t for i, t in enumerate(claimed) if t is not None and i != position]
+        results.append(
+            _evaluate_template(obj, with_claim_templates(base, others), settings, namespace)
+        )
+    return results
 
 
 def _placed(obj: JsonMap, default: str) -> JsonMap:
@@ -116,30 +125,13 @@ _JUDGED = (
 )
 
 
-def _snapshot_owner(obj: JsonMap) -> str | None:
-    if str_at(obj, "apiVersion") != "v1" or str_at(obj, "kind") != "ConfigMap":
-        return None
-    return snapshot_owner(obj)
-
-
-def _evaluate_copy(
-    obj: JsonMap, owner: str, view: ClusterSnapshot, settings: Settings, default: str
-) -> CheckResult:
+def _evaluate_copy(review: Review, view: ClusterSnapshot, settings: Settings) -> CheckResult:
     """A runtime snapshot ConfigMap, judged as a CREATE of the runtime it copies."""
-    namespace = str_at(obj, "metadata", "namespace") or default
-    configmap = {**obj, "metadata": {**(map_at(obj, "metadata") or {}), "namespace": namespace}}
-    review = Review(
-        operation=Operation.CREATE,
-        kind=Copy.RUNTIME_SNAPSHOT,
-        namespace=namespace,
-        obj=configmap,
-        snapshot=read_snapshot(configmap, owner, load_snapshot_yaml),
-    )
     return CheckResult(
         api_version="v1",
         kind="ConfigMap",
-        namespace=namespace,
-        name=str_at(obj, "metadata", "name") or "",
+        namespace=review.namespace,
+        name=str_at(review.obj, "metadata", "name") or "",
         verdict=evaluate(review, view, settings.policy),
     )
 

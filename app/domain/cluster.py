@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from app.domain.claims import ClaimTemplate, claim_template_of
 from app.domain.fields import JsonMap, as_map, map_at, str_at
@@ -25,6 +25,9 @@ from app.domain.network import (
 from app.domain.recipe import LoadYaml, Recipe, RecipeMissing, recipe_from_configmap
 from app.domain.slim import slim_runtime
 from app.domain.verdict import shown
+
+if TYPE_CHECKING:  # claimants are judged by rules that read a ClusterView
+    from app.domain.claimants import Claimant
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,11 @@ class ClusterView(Protocol):
         """Every ResourceClaimTemplate (DRA-wired NICs), or why they are unknown."""
         ...
 
+    def claimants(self) -> Iterable[Claimant]:
+        """The snapshots and workloads known to name ResourceClaimTemplates (file states;
+        Kubernetes mode caches none, and its audit judges them)."""
+        ...
+
 
 RuntimeKey = tuple[Kind, str, str]
 """(kind, namespace, name); the namespace of a ClusterTrainingRuntime is ``""``."""
@@ -188,6 +196,7 @@ class ClusterSnapshot:
     recipe_state: Recipe | RecipeMissing | Unverifiable
     runtime_state: Mapping[RuntimeKey, JsonMap] | Unverifiable
     claim_template_state: ClaimTemplates | Unverifiable = NO_CLAIM_TEMPLATES
+    claimant_state: tuple[Claimant, ...] = ()
 
     def networks(self) -> Networks | Unverifiable:
         return self.network_state
@@ -207,6 +216,9 @@ class ClusterSnapshot:
 
     def claim_templates(self) -> ClaimTemplates | Unverifiable:
         return self.claim_template_state
+
+    def claimants(self) -> Iterable[Claimant]:
+        return self.claimant_state
 
 
 RuntimeFetch = Callable[[Kind, str, str], JsonMap | Unverifiable | None]
@@ -238,6 +250,9 @@ class WithRuntime:
     def claim_templates(self) -> ClaimTemplates | Unverifiable:
         return self.view.claim_templates()
 
+    def claimants(self) -> Iterable[Claimant]:
+        return self.view.claimants()
+
 
 @dataclass(frozen=True, slots=True)
 class WithClaimTemplate:
@@ -263,6 +278,9 @@ class WithClaimTemplate:
         if isinstance(state, Unverifiable):
             return state
         return _adding(state, (self.template,))
+
+    def claimants(self) -> Iterable[Claimant]:
+        return self.view.claimants()
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,20 +350,29 @@ def runtime_entry(obj: object) -> tuple[RuntimeKey, JsonMap] | None:
     return runtime_key(kind, str_at(obj, "metadata", "namespace") or "", name), mapping
 
 
+ClaimantOf = Callable[[JsonMap], "Claimant | None"]
+"""An object as a claimant, or None (reading a snapshot's copy takes the YAML reader)."""
+
+
 def snapshot_of(
-    objects: Iterable[object], *, recipe_name: ObjectName, load_yaml: LoadYaml
+    objects: Iterable[object],
+    *,
+    recipe_name: ObjectName,
+    load_yaml: LoadYaml,
+    claimant_of: ClaimantOf | None = None,
 ) -> ClusterSnapshot:
     """A complete view from a set of objects (file mode: the Network and resource APIs count as
-    served).
+    served); with ``claimant_of``, the objects it reads as claimants are kept too.
 
     Runtimes are kept slim (``slim_runtime``); ``objects`` is consumed once, so a generator
-    keeps only one object whole at a time.
+    keeps only one object whole at a time (and the claimants, which name templates).
     """
     networks: dict[str, Network] = {}
     param_sets: dict[str, ParamSet] = {}
     runtimes: dict[RuntimeKey, JsonMap] = {}
     templates: dict[tuple[str, str], ClaimTemplate] = {}
     recipe: Recipe | RecipeMissing = RecipeMissing(ref=str(recipe_name))
+    claimants: list[Claimant] = []
     for obj in objects:
         if is_network(obj):
             network = network_from_object(obj)
@@ -361,6 +388,10 @@ def snapshot_of(
             runtimes[entry[0]] = slim_runtime(entry[1])
         elif (template := claim_template_of(obj)) is not None:
             templates[(template.namespace, template.name)] = template
+        elif claimant_of is not None and (mapping := as_map(obj)) is not None:
+            claimant = claimant_of(mapping)
+            if claimant is not None:
+                claimants.append(claimant)
     # A state without any param set does not describe them: their checks are skipped.
     described = param_sets or None
     return ClusterSnapshot(
@@ -368,6 +399,7 @@ def snapshot_of(
         recipe,
         runtimes,
         ClaimTemplates(by_key=templates),
+        tuple(claimants),
     )
 
 
@@ -385,6 +417,12 @@ def with_claim_templates(
 def _adding(state: ClaimTemplates, extra: Iterable[ClaimTemplate]) -> ClaimTemplates:
     """``state`` with ``extra`` added, each replacing one of its name."""
     return replace(state, by_key={**state.by_key, **{(t.namespace, t.name): t for t in extra}})
+
+
+def with_claimants(snapshot: ClusterSnapshot, extra: Iterable[Claimant]) -> ClusterSnapshot:
+    """The snapshot with more claimants (``check``'s FILEs: a template there is judged with the
+    pods there that name it, as the cluster judges either order)."""
+    return replace(snapshot, claimant_state=(*snapshot.claimant_state, *extra))
 
 
 def with_runtimes(

@@ -1,18 +1,26 @@
-"""A new ResourceClaimTemplate judged with the cached runtimes that name it (docs/dra.md): one
-admitted before the template existed, mapping a Device-type Network beside the claim, is
+"""A new ResourceClaimTemplate judged with the wired objects that name it (docs/dra.md): a cached
+runtime admitted before the template existed, mapping a Device-type Network beside the claim, is
 WiringModeConflict at the template's door, as it would have been at its own had the template
-come first. Order does not decide the verdict."""
+come first; so is a claimant the view knows (a snapshot, JobSet, Job or Pod), and a snapshot of a
+DRA-bound TrainJob left short of its NICs. Order does not decide the verdict."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from app.domain.claims import CLAIM_TEMPLATE_KIND, RDMA_CLASS, RESOURCE_API, claim_template_of
+from app.domain.claimants import claim_findings, judge_claimant
+from app.domain.claims import (
+    CLAIM_TEMPLATE_KIND,
+    RDMA_CLASS,
+    RESOURCE_API,
+    ClaimTemplate,
+    claim_template_of,
+)
 from app.domain.cluster import ClusterView, Unverifiable, WithClaimTemplate, runtime_name
 from app.domain.fields import JsonMap
 from app.domain.judge import judge_runtime
 from app.domain.policy import Policy, Protect
-from app.domain.rules.claim_templates import mismatch_field, named_together
+from app.domain.rules.claim_templates import REQUESTS, mismatch_field, named_together
 from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation, shown
 
 
@@ -57,3 +65,42 @@ def _conflicts(verdict: Verdict) -> list[Violation]:
     """What a runtime's verdict says of conflicts, enforced or let through as warnings."""
     found = (*verdict.violations, *verdict.waived, *verdict.warned)
     return [v for v in found if v.code is Code.WIRING_MODE_CONFLICT]
+
+
+def claimant_conflicts(
+    obj: JsonMap, namespace: str, view: ClusterView, policy: Policy, out: VerdictBuilder
+) -> None:
+    """For each claimant of the view in the template's namespace that names it: what it would
+    newly be found with the template (WiringModeConflict; a DRA-bound snapshot's shortfall),
+    judged with and without it."""
+    template = claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
+    if template is None:
+        return
+    where = namespace or template.namespace
+    placed = WithClaimTemplate(view, replace(template, namespace=where))
+    described = shown(f"{CLAIM_TEMPLATE_KIND} {where}/{template.name}")
+    for claimant in view.claimants():
+        if claimant.namespace != where or template.name not in claimant.names:
+            continue
+        after = claim_findings(judge_claimant(claimant, placed, policy))
+        if not after:
+            continue
+        before = claim_findings(judge_claimant(claimant, view, policy))
+        added = [v for v in after if v not in before]
+        if added:
+            out.judge(
+                Violation(
+                    code=added[0].code,
+                    field=_field(obj, template),
+                    message=f"{described} would be used by {claimant.described}: "
+                    f"{added[0].message.removeprefix(f'{claimant.described}: ')}",
+                ),
+                enforce=policy.protect is Protect.DENY,
+            )
+
+
+def _field(obj: JsonMap, template: ClaimTemplate) -> str:
+    requests = template.requesting(RDMA_CLASS)
+    if not requests:
+        return REQUESTS
+    return mismatch_field(obj, requests[0].name, requests[0].narrowed)

@@ -22,6 +22,7 @@ from app.domain.cluster import (
 from app.domain.fields import JsonMap, as_list, as_map
 from app.files.lists import JsonList, json_list, json_list_items
 from app.kubeyaml import TooCostlyError, UnsureReadingError, iter_kube_yaml_documents
+from app.kubeyaml.claimants import claimant_in
 
 SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -164,7 +165,10 @@ def state_snapshot(
     """The cluster a file state describes (``check``, ``audit``, file-mode ``serve``); ``note``
     hears once what it leaves unchecked. Raises ``StateFileError`` on unusable files."""
     snapshot = snapshot_of(
-        (o.obj for o in iter_objects([state])), recipe_name=recipe_name, load_yaml=load_yaml
+        (o.obj for o in iter_objects([state])),
+        recipe_name=recipe_name,
+        load_yaml=load_yaml,
+        claimant_of=claimant_in,
     )
     if not describes_param_sets(snapshot):
         note(PARAM_SETS_SKIPPED)

@@ -16,6 +16,7 @@ from typing import Any, Final
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.documents import load_yaml
+from app.domain.claimants import Claimant
 from app.domain.claims import (
     CLAIM_TEMPLATE_KIND,
     DEFAULT_NAMESPACE,
@@ -240,6 +241,10 @@ class KubeClusterView:
         if not state.synced:
             return _unverifiable(self._claim_templates.name, state.error)
         return ClaimTemplates(by_key=state.items, served=state.served)
+
+    def claimants(self) -> tuple[Claimant, ...]:
+        """None: no snapshot, JobSet, Job or Pod is cached (their audit judges them)."""
+        return ()
 
     def snapshot(self) -> ClusterSnapshot:
         """Every cache's current state at once, for a consistent audit pass (no copies)."""

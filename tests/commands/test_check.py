@@ -5,6 +5,7 @@ judged."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -728,4 +729,42 @@ def test_a_pod_and_the_template_it_names_are_judged_together_in_either_order(
         result["kind"]: [v["code"] for v in result["violations"]]
         for result in json.loads(run.stdout)["results"]
     }
-    assert verdicts["Pod"] == ["WiringModeConflict"]
+    # Each is refused: the cluster refuses whichever of the two comes second.
+    assert verdicts == {
+        "Pod": ["WiringModeConflict"],
+        "ResourceClaimTemplate": ["WiringModeConflict"],
+    }
+
+
+RENAMED_CLAIM = ("resourceClaimTemplateName: default-rdma", "resourceClaimTemplateName: my-rdma")
+
+
+@pytest.mark.parametrize("where", ["state", "files"])
+def test_a_template_a_bound_snapshot_claims_is_held_to_its_profile(
+    tmp_path: Path, where: str
+) -> None:
+    """TrainJob team-a/tj's snapshot, edited to claim my-rdma (which requested all NICs then,
+    and was deleted): my-rdma created again with one NIC is refused, naming the snapshot,
+    whether the snapshot is in the state or among the FILEs."""
+    state = tmp_path / "state"
+    shutil.copytree(DRANET_STATE, state)
+    copy = yaml.safe_dump(claimed_copy(RENAMED_CLAIM))
+    (state if where == "state" else tmp_path).joinpath("copy.yaml").write_text(copy)
+    one_nic = _rdma_template("my-rdma")
+    one_nic["spec"]["spec"]["devices"]["requests"][0]["exactly"] |= {
+        "allocationMode": "ExactCount",
+        "count": 1,
+    }
+    template = tmp_path / "template.yaml"
+    template.write_text(yaml.safe_dump(one_nic))
+    files = [str(template)] + ([str(tmp_path / "copy.yaml")] if where == "files" else [])
+    run = nicguard("check", "--state", str(state), "--output", "json", *files)
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = {r["kind"]: r for r in json.loads(run.stdout)["results"]}
+    (violation,) = results["ResourceClaimTemplate"]["violations"]
+    assert violation["code"] == "RdmaClaimMismatch"
+    assert violation["message"].startswith(
+        "ResourceClaimTemplate team-a/my-rdma would be used by ConfigMap team-a/tj-runtime-snapshot"
+        " (runtime snapshot of TrainJob team-a/tj: ClusterTrainingRuntime torch-distributed-dranet)"
+    )
+    assert "requests 1 mrdma.google.com device: request exactly one" in violation["message"]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.claimants import Claimant
 from app.domain.cluster import ClusterSnapshot, Networks, Unverifiable
 from app.domain.policy import OnUnverifiable, Policy
 from tests.web.conftest import make_client, sample_review
@@ -176,6 +177,9 @@ class _BrokenView:
 
     def claim_templates(self) -> Unverifiable:
         return Unverifiable("n/a")
+
+    def claimants(self) -> tuple[Claimant, ...]:
+        return ()
 
 
 def test_a_bug_denies_in_band_and_never_returns_5xx(caplog: pytest.LogCaptureFixture) -> None:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from app.domain.claimants import Claimant
 from app.domain.cluster import (
     CacheStatus,
     ClaimTemplates,
@@ -63,6 +64,9 @@ class HeldView:
 
     def claim_templates(self) -> ClaimTemplates | Unverifiable:
         return self.state.claim_templates()
+
+    def claimants(self) -> Iterable[Claimant]:
+        return self.state.claimants()
 
 
 def _app(view: HeldView | ClusterSnapshot, costly_wait: float = 1.5) -> Any:

@@ -37,7 +37,7 @@ from app.domain.template import PodTemplate, wired_templates
 from app.domain.verdict import Code, VerdictBuilder, Violation, shown
 
 _DEVICES: Final = "spec.spec.devices"
-_REQUESTS: Final = f"{_DEVICES}.requests"
+REQUESTS: Final = f"{_DEVICES}.requests"
 _NAME: Final = "metadata.name"
 
 
@@ -169,7 +169,7 @@ def _refused(
         asked = f"requests {template.asks(RDMA_CLASS)}"
         expected = claim_expected(nics, narrowed=template.narrows(RDMA_CLASS))
     else:
-        code, field = Code.RDMA_CLAIM_MISSING, _REQUESTS
+        code, field = Code.RDMA_CLAIM_MISSING, REQUESTS
         asked = f"requests no {RDMA_CLASS} device"
         expected = f"its pods would run NCCL on the gVNIC; {claim_expected(nics)}"
     return Violation(
@@ -190,8 +190,8 @@ def mismatch_field(obj: JsonMap, request: str, narrowed: tuple[str, ...]) -> str
         None,
     )
     if position is None:
-        return _REQUESTS
-    at = f"{_REQUESTS}[{position}]"
+        return REQUESTS
+    at = f"{REQUESTS}[{position}]"
     return f"{at}.exactly.{narrowed[0]}" if narrowed else at
 
 
