@@ -14,7 +14,13 @@ from typing import Final
 
 import yaml
 
-from app.commands.workload_audit import WorkloadResult, audit_workloads, state_workloads
+from app.commands.workload_audit import (
+    WorkloadResult,
+    audit_copies,
+    audit_workloads,
+    state_copies,
+    state_workloads,
+)
 from app.config import REPORTS_AUTO, Settings
 from app.domain.cluster import (
     ClusterSnapshot,
@@ -87,7 +93,8 @@ def audit_snapshot(
 
 
 Judged = AuditResult | WorkloadResult
-"""A runtime's standing, or (``--include-workloads``) a wired JobSet's, Job's or Pod's."""
+"""A runtime's or a runtime snapshot's standing, or (``--include-workloads``) a wired JobSet's,
+Job's or Pod's."""
 
 
 def audit_state(
@@ -103,6 +110,7 @@ def audit_state(
     unchecked."""
     snapshot = state_snapshot(state, settings.recipe_configmap, note)
     results: list[Judged] = [*audit_snapshot(snapshot, settings.policy, namespace)]
+    results += audit_copies(state_copies(state), snapshot, settings.policy, namespace)
     if workloads:
         found = state_workloads(state)
         results += audit_workloads(found, snapshot, settings.policy, namespace)
@@ -123,12 +131,18 @@ def audit_cluster(
     # Imported here: only a live audit pays for the Kubernetes API client (~0.5 s).
     from app.kube.client import load_api_client
     from app.kube.discovery import served_report_api
-    from app.kube.listing import list_snapshot, list_workloads, read_failures
+    from app.kube.listing import (
+        list_runtime_snapshots,
+        list_snapshot,
+        list_workloads,
+        read_failures,
+    )
 
     api = report_api(settings.reports)
     api_client = load_api_client(environ)
     try:
         snapshot = list_snapshot(api_client, settings.recipe_configmap, namespace)
+        copies = list_runtime_snapshots(api_client, namespace)
         found = list_workloads(api_client, namespace) if workloads else []
         if discover and not isinstance(settings.reports, ReportApi):
             with read_failures("read the discovery documents of the policy report APIs"):
@@ -136,6 +150,7 @@ def audit_cluster(
     finally:
         api_client.rest_client.close()
     results: list[Judged] = [*audit_snapshot(snapshot, settings.policy, namespace)]
+    results += audit_copies(copies, snapshot, settings.policy, namespace)
     return results + audit_workloads(found, snapshot, settings.policy, namespace), api
 
 

@@ -1,5 +1,7 @@
-"""``nicguard audit --include-workloads``: every JobSet, Job and Pod whose pod templates carry
-the interfaces annotation, judged as the workload doors judge a CREATE.
+"""What Trainer builds pods from and what runs, for ``nicguard audit``: every runtime snapshot
+ConfigMap, judged as its door judges a CREATE with the templates it names; with
+``--include-workloads``, every JobSet, Job and Pod whose pod templates carry the interfaces
+annotation, judged as the workload doors judge a CREATE.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from app.domain.evaluate import evaluate_object
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Workload, workload_kind
 from app.domain.policy import Policy
+from app.domain.snapshot import judge_snapshot
 from app.domain.workloads import describe_workload, workload_templates
 from app.files.state import iter_objects
+from app.kubeyaml.claimants import copy_owner, copy_review
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +27,7 @@ class WorkloadResult:
     """One wired JobSet, Job or Pod's standing, ``heading`` naming it and its controller."""
 
     api_version: str
-    kind: Workload
+    kind: str
     namespace: str
     name: str
     heading: str
@@ -32,7 +36,7 @@ class WorkloadResult:
     def to_json(self) -> dict[str, object]:
         return {
             "apiVersion": self.api_version,
-            "kind": self.kind.value,
+            "kind": self.kind,
             "namespace": self.namespace,
             "name": self.name,
             "result": self.standing.result.value,
@@ -58,15 +62,39 @@ def audit_workloads(
             WorkloadResult(
                 # A live cluster's lists leave the version off their items.
                 api_version=str_at(obj, "apiVersion") or kind.api_version,
-                kind=kind,
+                kind=kind.value,
                 namespace=namespace_of,
                 name=str_at(obj, "metadata", "name") or "",
                 heading=describe_workload(kind, obj, namespace_of),
                 standing=standing_of(evaluation.verdict),
             )
         )
-    order = list(Workload)
+    order = [w.value for w in Workload]
     return sorted(results, key=lambda r: (order.index(r.kind), r.namespace, r.name))
+
+
+def audit_copies(
+    copies: Iterable[JsonMap], view: ClusterView, policy: Policy, namespace: str | None
+) -> list[WorkloadResult]:
+    """Each runtime snapshot ConfigMap (only ``namespace``'s when given) judged as a CREATE:
+    the copy Trainer builds a TrainJob's pods from, with the templates it names, sorted."""
+    results = []
+    for configmap in copies:
+        review = copy_review(configmap)
+        if review is None or namespace not in (None, review.namespace):
+            continue
+        verdict = judge_snapshot(review, view, policy)
+        results.append(
+            WorkloadResult(
+                api_version="v1",
+                kind="ConfigMap",
+                namespace=review.namespace,
+                name=str_at(configmap, "metadata", "name") or "",
+                heading=review.snapshot.describe() if review.snapshot else "",
+                standing=standing_of(verdict),
+            )
+        )
+    return sorted(results, key=lambda r: (r.namespace, r.name))
 
 
 def state_workloads(state: Path) -> Iterator[tuple[Workload, JsonMap]]:
@@ -75,3 +103,10 @@ def state_workloads(state: Path) -> Iterator[tuple[Workload, JsonMap]]:
         kind = workload_kind(sourced.obj)
         if kind is not None:
             yield kind, sourced.obj
+
+
+def state_copies(state: Path) -> Iterator[JsonMap]:
+    """The runtime snapshot ConfigMaps of a file state; raises ``StateFileError``."""
+    for sourced in iter_objects([state]):
+        if copy_owner(sourced.obj) is not None:
+            yield sourced.obj

@@ -31,6 +31,7 @@ from app.domain.network import (
     param_set_from_object,
 )
 from app.domain.recipe import Recipe, RecipeMissing
+from app.domain.runtime_snapshot import snapshot_owner
 from app.domain.slim import slim_runtime
 from app.domain.workloads import workload_templates
 from app.kube.client import ApiListWatch, ListCall
@@ -91,7 +92,7 @@ def list_snapshot(
     )
     runtimes: dict[RuntimeKey, JsonMap] = {}
     for kind, what, call in _runtime_lists(custom, namespace):
-        for obj in _listed(what, call, trimmed=True):
+        for obj in _listed(what, call, trim=slim_runtime):
             name = str_at(obj, "metadata", "name")
             if name:
                 runtimes[runtime_key(kind, str_at(obj, "metadata", "namespace") or "", name)] = obj
@@ -125,6 +126,21 @@ def list_workloads(api_client: ApiClient, namespace: str | None) -> list[tuple[W
         items = _served(f"list {resource}{where}", call, trim=partial(_wired, workload))
         found += [(workload, item) for item in items or () if item]
     return found
+
+
+def list_runtime_snapshots(api_client: ApiClient, namespace: str | None) -> list[JsonMap]:
+    """Every runtime snapshot ConfigMap (only ``namespace``'s when given): one paginated LIST,
+    the other ConfigMaps dropped as each page is read; raises ``ClusterReadError``."""
+    where = "" if namespace is None else f" in namespace {namespace}"
+    call = resource_list(api_client, "", "v1", "configmaps", namespace)
+    return [item for item in _listed(f"list configmaps{where}", call, trim=_copy) if item]
+
+
+def _copy(obj: JsonMap) -> JsonMap:
+    # A list's items leave their kind off: a copy says what it is, as a file's does.
+    if snapshot_owner(obj) is None:
+        return {}
+    return {**obj, "apiVersion": "v1", "kind": "ConfigMap"}
 
 
 def _wired(workload: Workload, obj: JsonMap) -> JsonMap:
@@ -187,9 +203,11 @@ def _runtime_lists(
     ]
 
 
-def _listed(what: str, call: ListCall, *, trimmed: bool = False) -> Sequence[JsonMap]:
-    # Runtimes are trimmed page by page: a LIST of thousands never sits whole.
-    source = ApiListWatch(call, trim=slim_runtime if trimmed else None)
+def _listed(
+    what: str, call: ListCall, *, trim: Callable[[JsonMap], JsonMap] | None = None
+) -> Sequence[JsonMap]:
+    # Objects are trimmed page by page: a LIST of thousands never sits whole.
+    source = ApiListWatch(call, trim=trim)
     with read_failures(what):
         return source.list().items
 

@@ -16,16 +16,19 @@ from app.domain.cluster import PARAM_SETS_SKIPPED
 from app.domain.kinds import Kind
 from tests.builders import (
     GPU_NICS,
+    claim_template,
     configmap,
+    exactly,
     network,
     plain_recipe,
     runtime,
     wired,
     with_metadata,
 )
-from tests.support.apiserver import status
+from tests.support.apiserver import listed, status
 from tests.support.audit_runs import audit, live
-from tests.support.cluster import CLUSTER, CTRS, OPENREPORTS, WGPOLICYK8S
+from tests.support.claimed_snapshots import claimed_copy
+from tests.support.cluster import ALL_CONFIGMAPS, CLUSTER, CTRS, OPENREPORTS, WGPOLICYK8S
 from tests.support.paths import ROOT
 
 NOT_FOUND_AT: Final = (
@@ -410,3 +413,82 @@ def test_a_bound_cluster_runtime_fails_naming_the_namespace_of_a_template_that_n
         "",
         "1 audited, 0 pass, 0 warn, 1 fail",
     ]
+
+
+RENAMED_CLAIM: Final = (
+    "resourceClaimTemplateName: default-rdma",
+    "resourceClaimTemplateName: my-rdma",
+)
+MY_RDMA_ONE_NIC: Final = claim_template(
+    "my-rdma", exactly(mode="ExactCount", count=1), namespace="team-a"
+)
+COPY_HEADING: Final = (
+    "ConfigMap team-a/{name} (runtime snapshot of TrainJob team-a/{job}: ClusterTrainingRuntime "
+    "torch-distributed-dranet)"
+)
+
+
+def _copies() -> list[dict[str, Any]]:
+    """TrainJob tj's copy as Trainer wrote it, and TrainJob edited's, edited to claim my-rdma."""
+    renamed = claimed_copy(RENAMED_CLAIM)
+    renamed["metadata"] = {
+        **renamed["metadata"],
+        "name": "edited-runtime-snapshot",
+        "ownerReferences": [{**renamed["metadata"]["ownerReferences"][0], "name": "edited"}],
+    }
+    return [claimed_copy(), renamed]
+
+
+def test_the_audit_judges_runtime_snapshots_with_the_templates_they_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The copy Trainer builds a TrainJob's pods from can claim a template its runtime does not:
+    my-rdma, since created again with one NIC, fails the edited copy; the untouched one passes."""
+    for path in (ROOT / "examples" / "dranet" / "cluster").iterdir():
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "copies.yaml").write_text(yaml.safe_dump_all([*_copies(), MY_RDMA_ONE_NIC]))
+    code, out, err = audit(capsys, "--state", str(tmp_path))
+    assert (code, err) == (1, "")
+    blocks = out.rstrip("\n").split("\n\n")
+    assert [block.splitlines()[:2] for block in blocks[:-1]] == [
+        ["PASS ClusterTrainingRuntime torch-distributed-dranet"],
+        [
+            "FAIL " + COPY_HEADING.format(name="edited-runtime-snapshot", job="edited"),
+            "  [RdmaClaimMismatch] "
+            + COPY_HEADING.format(name="edited-runtime-snapshot", job="edited")
+            + ": bound to profile a4-dranet (8 RDMA NICs per node), but ResourceClaimTemplate "
+            "team-a/my-rdma requests 1 mrdma.google.com device: request exactly one "
+            "mrdma.google.com, allocationMode All or ExactCount count 8",
+        ],
+        ["PASS " + COPY_HEADING.format(name="tj-runtime-snapshot", job="tj")],
+    ]
+    assert blocks[-1] == "3 audited, 2 pass, 0 warn, 1 fail"
+    code, out, _ = audit(capsys, "--state", str(tmp_path), "--namespace", "team-b")
+    assert (code, out.rstrip()) == (0, "no TrainingRuntime found in namespace team-b")
+
+
+def test_a_live_audit_lists_the_configmaps_once_keeping_the_snapshots(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One paginated LIST of ConfigMaps; a list's items carry no kind, a copy is still one."""
+    listed_copies = [
+        {k: v for k, v in c.items() if k not in ("apiVersion", "kind")} for c in _copies()
+    ]
+    table = {
+        **CLUSTER,
+        ALL_CONFIGMAPS: listed(configmap(plain_recipe()), *listed_copies),
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates": listed(
+            claim_template("default-rdma", namespace="team-a"), MY_RDMA_ONE_NIC
+        ),
+    }
+    code, out, err, server = live(capsys, monkeypatch, tmp_path, table, "--output", "json")
+    assert (code, err) == (1, "")
+    copies = [r for r in json.loads(out)["results"] if r["kind"] == "ConfigMap"]
+    assert [(r["name"], r["result"]) for r in copies] == [
+        ("edited-runtime-snapshot", "fail"),
+        ("tj-runtime-snapshot", "pass"),
+    ]
+    assert [v["code"] for v in copies[0]["violations"]] == ["RdmaClaimMismatch"]
+    queries = [query for path, query in server.queries if path == ALL_CONFIGMAPS]
+    assert len(queries) == 1
+    assert queries[0].get("limit")

@@ -21,6 +21,7 @@ TRAINER: Final = "/apis/trainer.kubeflow.org/v1alpha1"
 NETWORKS: Final = "/apis/networking.gke.io/v1/networks"
 PARAM_SETS: Final = "/apis/networking.gke.io/v1/gkenetworkparamsets"
 CONFIGMAPS: Final = "/api/v1/namespaces/nicguard-system/configmaps"
+ALL_CONFIGMAPS: Final = "/api/v1/configmaps"
 CTRS: Final = f"{TRAINER}/clustertrainingruntimes"
 TRS: Final = f"{TRAINER}/trainingruntimes"
 OPENREPORTS: Final = "/apis/openreports.io/v1alpha1"
@@ -42,6 +43,9 @@ CLUSTER: Final[dict[str, Reply]] = {
     CTRS: listed(CTR),
     TRS: listed(TEAM_A, TEAM_B),
     f"{TRAINER}/namespaces/team-a/trainingruntimes": listed(TEAM_A),
+    # The runtime snapshots the audit judges: none (a recipe is no copy).
+    ALL_CONFIGMAPS: listed(configmap(plain_recipe())),
+    "/api/v1/namespaces/team-a/configmaps": listed(),
     OPENREPORTS: discovery("openreports.io/v1alpha1"),
     WGPOLICYK8S: discovery("wgpolicyk8s.io/v1alpha2"),
 }
