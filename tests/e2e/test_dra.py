@@ -398,3 +398,101 @@ def test_a_device_network_runtime_and_the_template_it_names_conflict_in_either_o
             "WiringModeConflict",
             f"eth1->{NETWORK}, a Device-type Network, and the pod claims mrdma.google.com",
         )
+
+
+def _audited_block(stack: Stack, header: str, *args: str) -> str:
+    """``nicguard audit ARGS`` fails, and the block it prints under ``header``."""
+    audited = nicguard_audit(stack.plane, *args)
+    assert audited.returncode == 1, audited.stdout + audited.stderr
+    blocks = audited.stdout.split("\n\n")
+    found = [b for b in blocks if b.startswith(header)]
+    assert found, audited.stdout
+    return found[0]
+
+
+@pytest.mark.parametrize("copy_first", [True, False], ids=["snapshot-first", "template-first"])
+def test_a_template_a_snapshot_claims_is_held_to_its_profile_in_either_order(
+    dra: tuple[Stack, str, str], copy_first: bool
+) -> None:
+    """A TrainJob's snapshot, edited to claim my-rdma while it requested every NIC, then my-rdma
+    deleted and created again with one NIC: the template door cannot know the copy without an
+    API call (no ConfigMap is cached), so ``nicguard audit`` fails the copy. The other order:
+    the copy's edit is refused at the snapshot door (SPEC §16)."""
+    stack, everything, _ = dra
+    name = unique("my-rdma")
+    copy = claimed_copy(
+        ("resourceClaimTemplateName: default-rdma", f"resourceClaimTemplateName: {name}")
+    )
+    trainjob = unique("tj")
+    copy["metadata"] |= {"name": f"{trainjob}-runtime-snapshot", "namespace": everything}
+    copy["metadata"]["ownerReferences"][0]["name"] = trainjob
+    configmap = f"ConfigMap/{everything}/{trainjob}-runtime-snapshot"
+    lead = (
+        f"ConfigMap {everything}/{trainjob}-runtime-snapshot (runtime snapshot of TrainJob "
+        f"{everything}/{trainjob}: ClusterTrainingRuntime torch-distributed-dranet)"
+    )
+    one_nic = claim_template(everything, name)  # ExactCount, count 1: the defaults
+    if not copy_first:
+        checked(stack.apply(one_nic, who="admin"), "creating the one-NIC template")
+        expect.denied(
+            stack.judged(copy, "[RdmaClaimMismatch]", who="admin"),
+            configmap,
+            "RdmaClaimMismatch",
+            f"{lead}: bound to profile {PROFILE} (8 RDMA NICs per node), but "
+            f"ResourceClaimTemplate {everything}/{name} requests 1 {RDMA} device",
+            webhook="snapshot.nicguard.dev",
+        )
+        return
+    every_nic = claim_template(everything, name, allocationMode="All")
+    checked(stack.apply(every_nic, who="admin"), "creating the template of every NIC")
+    stack.judged(copy, "", who="admin")
+    trainer = ["--server-side", "--field-manager=trainer", "--force-conflicts"]
+    expect.allowed(
+        stack.plane.kubectl("admin", "apply", *trainer, "-f", "-", input=as_list([copy])),
+        "serverside-applied",
+    )
+    checked(
+        stack.kubectl("delete", "resourceclaimtemplate", name, "-n", everything, who="admin"),
+        "deleting the template",
+    )
+    expect.allowed(stack.apply(one_nic, who="admin"), "created")
+    block = _audited_block(stack, f"FAIL {lead}", "--namespace", everything)
+    assert block.splitlines()[1] == (
+        f"  [RdmaClaimMismatch] {lead}: bound to profile {PROFILE} (8 RDMA NICs per node), but "
+        f"ResourceClaimTemplate {everything}/{name} requests 1 {RDMA} device: request exactly "
+        f"one {RDMA}, allocationMode All or ExactCount count 8"
+    )
+
+
+@pytest.mark.parametrize("pod_first", [True, False], ids=["pod-first", "template-first"])
+def test_a_device_network_pod_and_the_template_it_names_are_found_in_either_order(
+    dra: tuple[Stack, str, str], pod_first: bool
+) -> None:
+    """A Pod mapping a Device-type Network and naming a template that does not exist yet is
+    admitted; the template, created after it, cannot be judged with the Pod without an API
+    call (no Pod is cached): ``nicguard audit --include-workloads`` reports the conflict. The
+    other order is refused at the Pod door (SPEC §16)."""
+    stack, everything, _ = dra
+    name = unique("my-rdma")
+    pod = dra_pod(everything, NETWORK)
+    pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = name
+    pod_name = pod["metadata"]["name"]
+    template = claim_template(everything, name, allocationMode="All")
+    conflict = f"eth1->{NETWORK}, a Device-type Network, and the pod claims {RDMA} devices"
+    if not pod_first:
+        checked(stack.apply(template, who="admin"), "creating the template")
+        expect.denied(
+            stack.judged(pod, "[WiringModeConflict]", who="admin"),
+            f"Pod/{everything}/{pod_name}",
+            "WiringModeConflict",
+            conflict,
+            webhook="pods.nicguard.dev",
+        )
+        return
+    expect.allowed(stack.apply(pod, who="admin"), f"pod/{pod_name} created")
+    expect.allowed(stack.apply(template, who="admin"), "created")
+    block = _audited_block(
+        stack, f"FAIL Pod {everything}/{pod_name}", "--include-workloads", "--namespace", everything
+    )
+    assert "[WiringModeConflict]" in block.splitlines()[1]
+    assert conflict in block
