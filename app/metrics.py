@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 
 from app.domain.cluster import CacheStatus
 from app.domain.drift import DriftBook, Result
-from app.domain.verdict import Decision, Verdict
+from app.domain.verdict import Code, Decision, Verdict
 
 # Admission latencies are sub-millisecond to a few ms; the apiserver's own webhook buckets
 # (5 ms .. 25 s) are too coarse below 5 ms.
@@ -102,6 +102,29 @@ class _CertificateCollector(Collector):
         yield bundle
 
 
+class _ClaimantCollector(Collector):
+    """What the sweep of the snapshots and workloads that name templates found, on the replica
+    that writes (docs/dra.md); without a sweep (file mode) the family carries no sample."""
+
+    def __init__(self) -> None:
+        self._failing: Callable[[], Mapping[Code, int]] | None = None
+
+    def watch(self, failing: Callable[[], Mapping[Code, int]]) -> None:
+        self._failing = failing
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "nicguard_audit_claimant_violations",
+            "Runtime snapshots, JobSets, Jobs and Pods that the templates they name fail, per "
+            "code, as the last sweep of their namespace found (the replica that writes)",
+            labels=["code"],
+        )
+        if self._failing is not None:
+            for code, count in sorted(self._failing().items()):
+                family.add_metric([code.value], float(count))
+        yield family
+
+
 class Metrics:
     """All nicguard metrics; ``render()`` gives the text exposition format."""
 
@@ -164,6 +187,9 @@ class Metrics:
         self.certificates = _CertificateCollector()
         self.registry.register(self.certificates)
         self.registry.register(_CacheCollector(statuses))
+        # Kubernetes mode only (app.serve connects app.audit.claimant_sweep).
+        self.claimants = _ClaimantCollector()
+        self.registry.register(self.claimants)
         if audit is not None:
             self.registry.register(_AuditCollector(*audit))
         # labels() stringifies its values and takes a lock on every call; observe() runs on

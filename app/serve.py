@@ -12,18 +12,21 @@ import logging
 import signal
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import uvicorn
 
 from app.audit.auditor import Auditor
+from app.audit.claimant_sweep import ClaimantSweep
 from app.audit.writer import Writer
 from app.certificates.certdir import ensure_cert_dir
 from app.certificates.pem import check_pair
 from app.certificates.rotation import Lifetimes
 from app.certificates.tls import CertReloader, server_ssl_context
 from app.config import ServeOptions, Settings, serve_options
+from app.domain.claimant_audit import ClaimantBook
 from app.domain.cluster import (
     CacheStatus,
     ClusterSnapshot,
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
     from app.certificates.controller import CertController
     from app.kube.cluster_view import KubeClusterView
+    from app.kube.events import EventRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -87,13 +91,17 @@ def serve(args: argparse.Namespace, settings: Settings, environ: Mapping[str, st
         view, certs = snapshot, None
         stop_view: Stopper = auditor.stop
         fetch_runtime, alive = None, _always
+        claimants: ClaimantBook | None = None
     else:
         kube = _kubernetes(options, settings)
         view, statuses, stop_view, certs = kube.view, kube.view.status, kube.stop, kube.certs
         auditor, fetch_runtime, alive = kube.auditor, kube.view.fetch_runtime, kube.alive
+        claimants = kube.sweep.book
     cert, key = _tls_files(options)
     reloader = CertReloader(server_ssl_context(cert, key, client_ca=options.client_ca), cert, key)
     metrics = Metrics(statuses, audit=(auditor.book, lambda: auditor.last_change))
+    if (book := claimants) is not None:
+        metrics.claimants.watch(lambda: book.failing_codes)
     lifecycle = _Lifecycle()
 
     def readiness() -> tuple[bool, list[CacheStatus], list[str]]:
@@ -255,15 +263,18 @@ class _Kubernetes:
     view: KubeClusterView
     auditor: Auditor
     writer: Writer
+    sweep: ClaimantSweep
     certs: CertController | None
 
     def alive(self) -> bool:
         """Every thread that keeps nicguard's picture and its audit current still runs."""
-        return self.view.alive() and self.auditor.alive() and self.writer.alive()
+        threads = (self.view, self.auditor, self.writer, self.sweep)
+        return all(thread.alive() for thread in threads)
 
     def stop(self) -> None:
         self.view.stop()
         self.auditor.stop()
+        self.sweep.stop()
         self.writer.stop()  # hands the auditor Lease to another replica
 
 
@@ -274,20 +285,32 @@ def _kubernetes(options: ServeOptions, settings: Settings) -> _Kubernetes:
     from app.certificates.controller import CertController, Targets
     from app.kube.client import load_api_client
     from app.kube.cluster_view import KubeClusterView
+    from app.kube.events import EventRecorder
+    from app.kube.listing import list_claimants
 
     api_client = load_api_client()
     view = KubeClusterView.from_api_client(api_client, settings.recipe_configmap)
     auditor = Auditor(view.snapshot, settings.policy)
-    writer = _audit_writer(api_client, auditor, options, settings)
+    events = EventRecorder(api_client, options.pod_name)
+    writer = _audit_writer(api_client, auditor, events, options, settings)
+    sweep = ClaimantSweep(
+        partial(list_claimants, api_client),
+        view.snapshot,
+        settings.policy,
+        events,
+        lambda: writer.leading,
+    )
     view.subscribe(auditor.notify)  # before the caches start: their first lists are changes
+    view.subscribe(sweep.notify)
     auditor.start()
     writer.start()
+    sweep.start()
     view.start()
     if not view.wait_synced(options.sync_timeout):
         logger.warning("caches not synced yet; serving ClusterStateUnavailable until they are")
 
     if (certs := options.certs) is None:
-        return _Kubernetes(view, auditor, writer, None)
+        return _Kubernetes(view, auditor, writer, sweep, None)
     targets = Targets(
         secret=certs.secret,
         webhook_configuration=certs.webhook_configuration,
@@ -300,18 +323,18 @@ def _kubernetes(options: ServeOptions, settings: Settings) -> _Kubernetes:
     controller = CertController(
         api_client, targets, cert_dir=options.cert_dir, hosts=options.hosts, lifetimes=lifetimes
     )
-    return _Kubernetes(view, auditor, writer, controller)
+    return _Kubernetes(view, auditor, writer, sweep, controller)
 
 
 def _audit_writer(
     api_client: ApiClient,
     auditor: Auditor,
+    events: EventRecorder,
     options: ServeOptions,
     settings: Settings,
 ) -> Writer:
     from kubernetes.client import CoordinationV1Api
 
-    from app.kube.events import EventRecorder
     from app.kube.lease import LeaseLock
     from app.kube.reports import ReportWriter
 
@@ -325,7 +348,7 @@ def _audit_writer(
         auditor.book,
         lambda: auditor.judged_all,
         lock,
-        EventRecorder(api_client, options.pod_name),
+        events,
         ReportWriter(api_client, settings.reports),
     )
     auditor.subscribe(writer.changed)

@@ -1,5 +1,6 @@
-"""Audit Events (``events.k8s.io/v1``) on runtimes: created by the audit writer, and read back at
-each takeover so that what was said is never said again.
+"""Audit Events (``events.k8s.io/v1``) on runtimes, and on the snapshots and workloads that name
+ResourceClaimTemplates: created by the audit's writers, and read back at each takeover so that
+what was said is never said again.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Final
 
 from kubernetes.client import ApiClient, CustomObjectsApi, EventsV1Api
 
+from app.domain.claimant_audit import CLAIMANT_KINDS, ClaimantKey
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.drift import Standing
 from app.domain.fields import JsonMap, as_list, as_map, map_at, str_at
@@ -37,7 +39,18 @@ class EventRecorder:
         self._objects = CustomObjectsApi(api_client)
 
     def published(self) -> dict[RuntimeKey, str]:
-        newest: dict[RuntimeKey, tuple[str, str]] = {}
+        found = self._published()
+        runtimes = ((_runtime_of(regarding), said) for regarding, said in found.items())
+        return {key: said for key, said in runtimes if key is not None}
+
+    def published_on_claimants(self) -> dict[ClaimantKey, str]:
+        """The fingerprint of the newest audit Event per snapshot, JobSet, Job or Pod."""
+        return {ref: said for ref, said in self._published().items() if ref[1] in CLAIMANT_KINDS}
+
+    def _published(self) -> dict[ClaimantKey, str]:
+        """The newest fingerprint per object an audit Event regards (apiVersion, kind,
+        namespace, name)."""
+        newest: dict[ClaimantKey, tuple[str, str]] = {}
         token: str | None = None
         while True:
             body = read_json(
@@ -58,7 +71,11 @@ class EventRecorder:
                 return {key: fingerprint for key, (_, fingerprint) in newest.items()}
 
     def emit(self, key: RuntimeKey, reason: str, standing: Standing) -> None:
-        _, namespace, name = key
+        self.emit_on(runtime_reference(key), reason, standing)
+
+    def emit_on(self, regarding: JsonMap, reason: str, standing: Standing) -> None:
+        """An audit Event on the object ``regarding`` references."""
+        namespace, name = str_at(regarding, "namespace"), str_at(regarding, "name") or ""
         now = time.time_ns()
         body = {
             "apiVersion": f"{_GROUP}/{_VERSION}",
@@ -76,7 +93,7 @@ class EventRecorder:
             "reason": reason,
             "type": "Warning" if reason == WIRING_DRIFT else "Normal",
             "note": event_note(standing),
-            "regarding": runtime_reference(key),
+            "regarding": dict(regarding),
         }
         read_json(
             self._objects.create_namespaced_custom_object(
@@ -91,21 +108,30 @@ class EventRecorder:
         )
 
 
-def _said(event: JsonMap | None) -> tuple[RuntimeKey, str, str] | None:
-    """(runtime, eventTime, fingerprint) of one of our Events, or None for anything else."""
+def _said(event: JsonMap | None) -> tuple[ClaimantKey, str, str] | None:
+    """(what it regards, eventTime, fingerprint) of one of our Events, or None for another's."""
     if event is None or str_at(event, "reportingController") != REPORTING_CONTROLLER:
         return None
     regarding = map_at(event, "regarding")
     name = str_at(regarding, "name")
+    if not name:
+        return None
+    ref = (
+        str_at(regarding, "apiVersion") or "",
+        str_at(regarding, "kind") or "",
+        str_at(regarding, "namespace") or "",
+        name,
+    )
+    fingerprint = str_at(event, "metadata", "annotations", FINDINGS_ANNOTATION) or ""
+    return ref, str_at(event, "eventTime") or "", fingerprint
+
+
+def _runtime_of(regarding: ClaimantKey) -> RuntimeKey | None:
     try:
-        kind = Kind(str_at(regarding, "kind") or "")
+        kind = Kind(regarding[1])
     except ValueError:
         return None
-    if not name or not kind.is_runtime:
-        return None
-    key = runtime_key(kind, str_at(regarding, "namespace") or "", name)
-    fingerprint = str_at(event, "metadata", "annotations", FINDINGS_ANNOTATION) or ""
-    return key, str_at(event, "eventTime") or "", fingerprint
+    return runtime_key(kind, regarding[2], regarding[3]) if kind.is_runtime else None
 
 
 def _micro_time(nanoseconds: int) -> str:

@@ -13,6 +13,7 @@ from typing import Final
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from app.documents import load_yaml
+from app.domain.claimants import Claimant, workload_claimant
 from app.domain.cluster import (
     ClaimTemplates,
     ClusterSnapshot,
@@ -47,6 +48,7 @@ from app.kube.cluster_view import (
 )
 from app.kube.errors import NOT_FOUND, TRANSPORT_ERRORS, describe, status_of
 from app.kube.rest import config_map_list, resource_list
+from app.kubeyaml.claimants import claimant_in
 
 # Each workload's resource, as ``--include-workloads`` lists them.
 WORKLOAD_PLURALS: Final = (
@@ -126,6 +128,17 @@ def list_workloads(api_client: ApiClient, namespace: str | None) -> list[tuple[W
         items = _served(f"list {resource}{where}", call, trim=partial(_wired, workload))
         found += [(workload, item) for item in items or () if item]
     return found
+
+
+def list_claimants(api_client: ApiClient, namespace: str | None) -> list[Claimant]:
+    """The runtime snapshots, JobSets, Jobs and Pods (only ``namespace``'s when given) that name
+    ResourceClaimTemplates: one paginated LIST each; raises ``ClusterReadError``."""
+    copies = (claimant_in(c) for c in list_runtime_snapshots(api_client, namespace))
+    workloads = (
+        workload_claimant(kind, obj, str_at(obj, "metadata", "namespace") or "")
+        for kind, obj in list_workloads(api_client, namespace)
+    )
+    return [c for c in (*copies, *workloads) if c is not None]
 
 
 def list_runtime_snapshots(api_client: ApiClient, namespace: str | None) -> list[JsonMap]:

@@ -280,6 +280,11 @@ UNNAMED: Final = {
     ("events.k8s.io", "events", "create"),
     # The audit finds the Events it wrote (generated names) by label, across namespaces.
     ("events.k8s.io", "events", "list"),
+    # The sweep lists what may name a namespace's ResourceClaimTemplates: list only, no watch.
+    ("", "configmaps", "list"),
+    ("", "pods", "list"),
+    ("batch", "jobs", "list"),
+    ("jobset.x-k8s.io", "jobsets", "list"),
     # The caches: every object of the kinds nicguard judges against, read-only.
     *(
         (group, resource, verb)

@@ -21,6 +21,7 @@ from tests.harness import expect
 from tests.harness.audit import (
     DRIFT,
     Api,
+    AuditEvent,
     audit_events,
     count,
     gauge,
@@ -400,6 +401,27 @@ def test_a_device_network_runtime_and_the_template_it_names_conflict_in_either_o
         )
 
 
+def _drift_on(stack: Stack, ref: tuple[str, str, str], before: list[AuditEvent], code: str) -> str:
+    """The note of the WiringDrift Event with ``code`` the audit puts on ``ref`` after
+    ``before`` (a template deleted, then created: the sweep may see it gone in between)."""
+    api = Api(stack.plane)
+
+    def drift() -> str | None:
+        for event in new_events(api, before):
+            if event.reason == DRIFT and event.regarding == ref and f"[{code}]" in event.note:
+                return event.note
+        return None
+
+    note = wait_until(
+        drift,
+        timeout=AUDIT_TIMEOUT,
+        what=f"a WiringDrift Event on {'/'.join(ref)}",
+        diagnose=stack.nicguard.report,
+    )
+    assert note is not None
+    return note
+
+
 def _audited_block(stack: Stack, header: str, *args: str) -> str:
     """``nicguard audit ARGS`` fails, and the block it prints under ``header``."""
     audited = nicguard_audit(stack.plane, *args)
@@ -451,11 +473,22 @@ def test_a_template_a_snapshot_claims_is_held_to_its_profile_in_either_order(
         stack.plane.kubectl("admin", "apply", *trainer, "-f", "-", input=as_list([copy])),
         "serverside-applied",
     )
+    before = audit_events(Api(stack.plane))
     checked(
         stack.kubectl("delete", "resourceclaimtemplate", name, "-n", everything, who="admin"),
         "deleting the template",
     )
     expect.allowed(stack.apply(one_nic, who="admin"), "created")
+    # The writer lists the namespace's ConfigMaps when its templates change: an Event on the copy.
+    copied = ("ConfigMap", everything, f"{trainjob}-runtime-snapshot")
+    note = _drift_on(stack, copied, before, "RdmaClaimMismatch")
+    assert note.startswith(f"[RdmaClaimMismatch] {lead}: bound to profile {PROFILE}")
+    assert (
+        gauge(
+            metrics(stack.nicguard), "nicguard_audit_claimant_violations", code="RdmaClaimMismatch"
+        )
+        >= 1
+    )
     block = _audited_block(stack, f"FAIL {lead}", "--namespace", everything)
     assert block.splitlines()[1] == (
         f"  [RdmaClaimMismatch] {lead}: bound to profile {PROFILE} (8 RDMA NICs per node), but "
@@ -490,7 +523,11 @@ def test_a_device_network_pod_and_the_template_it_names_are_found_in_either_orde
         )
         return
     expect.allowed(stack.apply(pod, who="admin"), f"pod/{pod_name} created")
+    before = audit_events(Api(stack.plane))
     expect.allowed(stack.apply(template, who="admin"), "created")
+    note = _drift_on(stack, ("Pod", everything, pod_name), before, "WiringModeConflict")
+    assert note.startswith("[WiringModeConflict] ")
+    assert conflict in note
     block = _audited_block(
         stack, f"FAIL Pod {everything}/{pod_name}", "--include-workloads", "--namespace", everything
     )
