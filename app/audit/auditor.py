@@ -6,11 +6,11 @@ writer which standings changed.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Final
 
+from app.audit.loop import WokenLoop
 from app.domain.cluster import ClusterSnapshot, Unverifiable
 from app.domain.drift import Change, DriftBook, Transition, complete
 from app.domain.policy import Policy
@@ -27,7 +27,7 @@ PART: Final = 64
 Listener = Callable[[list[Transition]], None]
 
 
-class Auditor:
+class Auditor(WokenLoop):
     """``notify`` from any thread; one daemon thread owns the ``DriftBook``."""
 
     def __init__(
@@ -39,6 +39,7 @@ class Auditor:
         max_wait: float = MAX_WAIT,
         wall: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__("auditor")
         self.book = DriftBook(policy)
         self.last_change: float | None = None
         """Wall-clock time of the last pass that changed a standing (a metric)."""
@@ -49,10 +50,7 @@ class Auditor:
         self._deferred = Change()
         """What passes against a partial view were told (the auditor's thread only)."""
         self._busy = False
-        self._wake = threading.Condition()
         self._listeners: list[Listener] = []
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="auditor", daemon=True)
 
     def subscribe(self, listener: Listener) -> None:
         """Hear each pass's transitions (on the auditor thread)."""
@@ -62,19 +60,6 @@ class Auditor:
         with self._wake:
             self._pending |= change
             self._wake.notify_all()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, timeout: float = 1.0) -> None:
-        with self._wake:
-            self._stopping.set()
-            self._wake.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def alive(self) -> bool:
-        return self._thread.is_alive()
 
     def idle(self, timeout: float) -> bool:
         """Wait until nothing is pending or being judged (tests and the file-mode start)."""

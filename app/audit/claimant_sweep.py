@@ -6,11 +6,11 @@ judged with them, and an Event on each says what changed. Nothing of it is on th
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Final, Protocol
 
+from app.audit.loop import WokenLoop
 from app.domain.claimant_audit import ClaimantBook, ClaimantKey, Swept
 from app.domain.claimants import Claimant
 from app.domain.cluster import ClusterSnapshot, Unverifiable
@@ -38,7 +38,7 @@ class ClaimantEvents(Protocol):
     def emit_on(self, regarding: JsonMap, reason: str, standing: Standing) -> None: ...
 
 
-class ClaimantSweep:
+class ClaimantSweep(WokenLoop):
     """``notify`` from any thread (the caches' changes); one daemon thread sweeps."""
 
     def __init__(
@@ -52,6 +52,7 @@ class ClaimantSweep:
         settle: float = SETTLE,
         recheck: float = RECHECK_SECONDS,
     ) -> None:
+        super().__init__("claimant-sweep")
         self.book = ClaimantBook()
         self._lister, self._snapshot, self._policy = lister, snapshot, policy
         self._events, self._leading = events, leading
@@ -60,9 +61,6 @@ class ClaimantSweep:
         self._everything = False
         self._led = False
         self._published: dict[ClaimantKey, str] = {}
-        self._wake = threading.Condition()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="claimant-sweep", daemon=True)
 
     def notify(self, change: Change) -> None:
         """Sweep the namespaces whose templates changed (all, after a cache was lost)."""
@@ -72,19 +70,6 @@ class ClaimantSweep:
             self._everything |= change.everything
             self._namespaces |= {namespace for namespace, _ in change.claim_templates}
             self._wake.notify_all()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, timeout: float = 1.0) -> None:
-        with self._wake:
-            self._stopping.set()
-            self._wake.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def alive(self) -> bool:
-        return self._thread.is_alive()
 
     def _run(self) -> None:
         while not self._stopping.is_set():

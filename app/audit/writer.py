@@ -9,13 +9,13 @@ restarted one) repeats nothing. Events per runtime are rate limited like client-
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from app.audit.loop import WokenLoop
 from app.domain.cluster import RuntimeKey
 from app.domain.drift import DriftBook, Standing, Transition
 from app.domain.fields import JsonMap
@@ -85,7 +85,7 @@ class EventBudget:
             del self._tokens[key]
 
 
-class Writer:
+class Writer(WokenLoop):
     """Start with ``start()``; the auditor calls ``changed`` with each pass's transitions."""
 
     def __init__(
@@ -102,6 +102,7 @@ class Writer:
         resolve_every: float = RESOLVE_SECONDS,
         wall: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__("audit-writer")
         self._book, self._ready, self._lock = book, ready, lock
         self._events, self._reports = events, reports
         self._budget = budget or EventBudget()
@@ -116,9 +117,6 @@ class Writer:
         self._next_report = 0.0
         self._next_resolve = float("inf")
         self._next_event = float("inf")
-        self._wake = threading.Condition()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
 
     def changed(self, transitions: list[Transition]) -> None:
         with self._wake:
@@ -135,23 +133,13 @@ class Writer:
                 self._dirty_reports.add(report_namespace(key))
             self._wake.notify_all()
 
-    def start(self) -> None:
-        self._thread.start()
-
     def stop(self, timeout: float = 2.0) -> None:
         """End the thread and hand the Lease over at once (SIGTERM, rollout)."""
-        with self._wake:
-            self._stopping.set()
-            self._wake.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().stop(timeout)
         try:
             self._lock.release()
         except Exception as error:  # the Lease then expires on its own
             logger.warning("releasing the auditor Lease failed", extra={"error": str(error)})
-
-    def alive(self) -> bool:
-        return self._thread.is_alive()
 
     def _run(self) -> None:
         while True:
