@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.harness import expect
+from tests.harness.audit import DRIFT, Api, audit_events, new_events, nicguard_audit
 from tests.harness.chain import Chain
 from tests.harness.chain_reads import (
     CHAIN_TIMEOUT,
@@ -285,3 +286,98 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace
         "TrainJob": {"alice"},
         "ConfigMap": {TRAINER_SA},
     }
+
+
+def test_a_snapshot_left_short_by_a_recreated_template_is_reported_as_trainer_runs_it(
+    chain: Chain, namespace: str
+) -> None:
+    """(i) Trainer's snapshot of a DRA-bound TrainJob, edited to claim my-rdma while it requested
+    every NIC: admitted. my-rdma deleted and created again with one NIC: the template door
+    cannot know the copy without an API call, so the audit says it, on the ConfigMap (Event) and
+    in ``nicguard audit``; its JobSet built again, Trainer builds the Pods from the copy,
+    claiming my-rdma."""
+    objects = [
+        device_class(RDMA),
+        device_class(NETDEV),
+        claim_template(namespace, "default-rdma", allocationMode="All"),
+        claim_template(namespace, "my-rdma", allocationMode="All"),
+    ]
+    checked(
+        chain.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects)),
+        "the DeviceClasses and the ResourceClaimTemplates",
+    )
+    obj = dra_bound_runtime(namespace)
+    chain.stack.judged(obj, "", who="admin")  # nicguard's cache holds the templates
+    expect.allowed(chain.stack.apply(obj, who="admin"), "created")
+    job = unique("job")
+    suspended = trainjob(job, namespace, obj["metadata"]["name"], "TrainingRuntime")
+    suspended["spec"]["suspend"] = True
+    expect.allowed(chain.stack.apply(suspended), "created")
+    selector = f"metadata.name={snapshot_name(job)}"
+    snapshot = wait_until(
+        lambda: items(chain, "configmaps", "-n", namespace, "--field-selector", selector) or None,
+        timeout=CHAIN_TIMEOUT,
+        what=f"Trainer's snapshot of {job}",
+        diagnose=chain.report,
+    )[0]
+    text = snapshot["data"]["runtime"]
+    claimed = "resourceClaimTemplateName: default-rdma"
+    assert text.count(claimed) == 1, text
+    patch = json.dumps(
+        {"data": {"runtime": text.replace(claimed, "resourceClaimTemplateName: my-rdma")}}
+    )
+    target = ["configmap", snapshot_name(job), "-n", namespace]
+    checked(
+        chain.plane.kubectl("admin", "patch", *target, "--type=merge", "-p", patch),
+        "the snapshot edit claiming my-rdma (every NIC then)",
+    )
+
+    api = Api(chain.plane)
+    before = audit_events(api)
+    checked(
+        chain.plane.kubectl("admin", "delete", "resourceclaimtemplate", "my-rdma", "-n", namespace),
+        "deleting my-rdma",
+    )
+    one_nic = claim_template(namespace, "my-rdma")  # ExactCount, count 1: the defaults
+    expect.allowed(chain.stack.apply(one_nic, who="admin"), "created")
+    ref = ("ConfigMap", namespace, snapshot_name(job))
+
+    def drift() -> str | None:
+        # The sweep may see my-rdma gone (ResourceClaimTemplateNotFound) before it is back.
+        events = new_events(api, before)
+        found = [
+            e.note
+            for e in events
+            if e.reason == DRIFT and e.regarding == ref and "[RdmaClaimMismatch]" in e.note
+        ]
+        return found[0] if found else None
+
+    note = wait_until(
+        drift,
+        timeout=CHAIN_TIMEOUT,
+        what=f"a WiringDrift Event on ConfigMap {namespace}/{snapshot_name(job)}",
+        diagnose=chain.report,
+    )
+    assert note.startswith(f"[RdmaClaimMismatch] ConfigMap {namespace}/{snapshot_name(job)} ")
+    assert f"ResourceClaimTemplate {namespace}/my-rdma requests 1 {RDMA} device" in note
+    audited = nicguard_audit(chain.plane, "--namespace", namespace)
+    assert audited.returncode == 1, audited.stdout + audited.stderr
+    assert f"FAIL ConfigMap {namespace}/{snapshot_name(job)} " in audited.stdout
+
+    # What the audit reported is what runs: the JobSet's pod spec is immutable (JobSet's webhook
+    # refuses Trainer's update on resume), but a JobSet built again is built from the copy.
+    checked(
+        chain.plane.kubectl("admin", "delete", "jobset", job, "-n", namespace),
+        "deleting the JobSet built before the edit",
+    )
+    resume = json.dumps({"spec": {"suspend": False}})
+    checked(
+        chain.stack.kubectl(
+            "patch", "trainjob", job, "-n", namespace, "--type=merge", "-p", resume
+        ),
+        "resuming",
+    )
+    for found in wait_pods(chain, namespace, job):
+        assert found["spec"]["resourceClaims"] == [
+            {"name": "rdma", "resourceClaimTemplateName": "my-rdma"}
+        ]
