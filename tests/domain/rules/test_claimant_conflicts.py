@@ -8,7 +8,13 @@ from typing import Final
 
 import pytest
 
-from app.domain.claimants import claim_findings, snapshot_claimant, workload_claimant
+from app.domain.claimant_audit import ClaimantBook, claimant_key, claimant_reference
+from app.domain.claimants import (
+    Claimant,
+    claim_findings,
+    snapshot_claimant,
+    workload_claimant,
+)
 from app.domain.claims import claim_template_of
 from app.domain.cluster import WithClaimTemplate, WithRuntime, runtime_key
 from app.domain.evaluate import evaluate
@@ -17,7 +23,7 @@ from app.domain.kinds import Kind, Protected, Workload
 from app.domain.policy import Policy, Protect
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import RuntimeSnapshot
-from app.domain.verdict import Verdict
+from app.domain.verdict import Code, Verdict
 from tests.builders import (
     RDMA,
     batch_job,
@@ -35,6 +41,7 @@ from tests.builders import (
     snapshot,
     snapshot_review,
     wired,
+    with_metadata,
 )
 
 CTR = Kind.CLUSTER_TRAINING_RUNTIME
@@ -58,6 +65,10 @@ def created(template: JsonMap, *objects: object, policy: Policy | None = None) -
         name=str_at(template, "metadata", "name") or "",
     )
     return evaluate(review, snapshot(*objects), policy or Policy())
+
+
+def claimants_of(obj: JsonMap) -> list[Claimant]:
+    return list(snapshot(obj).claimants())
 
 
 def claiming_pod(*claims: JsonMap, name: str = "llama-node-0-0-x2k") -> dict[str, object]:
@@ -206,3 +217,25 @@ def test_views_that_add_an_object_keep_the_claimants() -> None:
     added = WithClaimTemplate(view, template)
     fetched = WithRuntime(view, runtime_key(CTR, "", "dranet"), None)
     assert list(added.claimants()) == list(fetched.claimants()) == [claimant]
+
+
+def test_a_claimants_reference_carries_its_uid_when_it_has_one() -> None:
+    (copy,) = snapshot(RENAMED_COPY).claimants()
+    assert claimant_reference(copy) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": "team",
+        "name": "job-runtime-snapshot",
+    }
+    (found,) = snapshot(with_metadata(WORKLOADS["pod"], uid="u-1")).claimants()
+    assert claimant_reference(found)["uid"] == "u-1"
+    assert claimant_key(found) == ("v1", "Pod", "team-a", "llama-node-0-0-x2k")
+
+
+def test_the_book_counts_the_failing_claimants_per_code() -> None:
+    view = snapshot(ONE_NIC)
+    book = ClaimantBook()
+    passing = claimants_of(claiming_pod(by_template("other"), name="p"))
+    book.sweep(None, [*claimants_of(RENAMED_COPY), *passing], view, Policy())
+    assert book.failing_codes == {Code.RDMA_CLAIM_MISMATCH: 1}
+    assert len(book.standings) == 2
