@@ -35,6 +35,14 @@ def env(docs: list[dict[str, Any]]) -> dict[str, str]:
         ("namespace", {("Namespace", "nicguard-system")}),
         ("recipe-example", {("ConfigMap", "nicguard-recipe")}),
         ("break-glass", {("ClusterRoleBinding", "nicguard-break-glass-editor")}),
+        (
+            "doctor",
+            {
+                ("ClusterRole", "nicguard-doctor"),
+                ("Role", "nicguard-doctor-namespace"),
+                ("ClusterRole", "nicguard-doctor-dry-run"),
+            },
+        ),
     ],
 )
 def test_each_opt_in_piece_holds_its_one_object(piece: str, kinds: set[tuple[str, str]]) -> None:
@@ -107,3 +115,4 @@ def test_the_image_overlay_of_the_readme_sets_the_image(tmp_path: Path) -> None:
     (deployment,) = (d for d in built(overlay) if d["kind"] == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "registry.example.com/platform/nicguard:0.1.0"
+
