@@ -34,7 +34,9 @@ def served_resources(api_client: ApiClient, group_version: str) -> frozenset[str
     server does not serve it."""
     path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
     with read_failures(f"read the discovery document of {group_version}"):
-        body = _absent_as_none(lambda: read_json(request(api_client, "GET", path, {})))
+        body = _absent_as_none(
+            lambda: read_json(request(api_client, "GET", path, {}, timeout=TIMEOUT))
+        )
     if body is None:
         return None
     resources = as_list(value_at(body, "resources")) or ()
@@ -42,9 +44,12 @@ def served_resources(api_client: ApiClient, group_version: str) -> frozenset[str
 
 
 def deployment_replicas(api_client: ApiClient, namespace: str, name: str) -> Replicas | None:
+    """Wanted and ready replicas of Deployment ``namespace/name``; None when it does not exist."""
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
     with read_failures(f"get deployment {namespace}/{name}"):
-        body = _absent_as_none(lambda: read_json(request(api_client, "GET", path, {})))
+        body = _absent_as_none(
+            lambda: read_json(request(api_client, "GET", path, {}, timeout=TIMEOUT))
+        )
     if body is None:
         return None
     desired, ready = value_at(body, "spec", "replicas"), value_at(body, "status", "readyReplicas")
@@ -56,6 +61,7 @@ def deployment_replicas(api_client: ApiClient, namespace: str, name: str) -> Rep
 
 
 def webhook_configuration(api_client: ApiClient, name: str) -> JsonMap | None:
+    """ValidatingWebhookConfiguration ``name``; None when it does not exist."""
     what = f"get validatingwebhookconfiguration {name}"
     with read_failures(what):
         return _absent_as_none(
@@ -89,7 +95,9 @@ def dry_run_create(api_client: ApiClient, path: str, body: JsonMap) -> DryRun:
     query: list[tuple[str, object]] = [("dryRun", "All")]
     with read_failures(f"dry-run create {path}"):
         try:
-            response = request(api_client, "POST", path, {}, query=query, body=body)
+            response = request(
+                api_client, "POST", path, {}, query=query, body=body, timeout=TIMEOUT
+            )
         except ApiException as error:
             return DryRun(status=status_of(error) or 0, message=_message(error))
         warnings = response.headers.getlist("Warning")
