@@ -15,7 +15,15 @@ from app.commands.doctor_tls import bundles
 from app.commands.workload_audit import WorkloadResult, audit_workloads
 from app.config import Settings
 from app.domain.cluster import ClusterSnapshot, Unverifiable
-from app.domain.doctor import APIS, Line, api_lines, deployment_line, minor_line, render_text
+from app.domain.doctor import (
+    APIS,
+    Line,
+    Mark,
+    api_lines,
+    deployment_line,
+    minor_line,
+    render_text,
+)
 from app.domain.doctor_cluster import (
     Audited,
     audit_line,
@@ -26,7 +34,7 @@ from app.domain.doctor_cluster import (
 from app.domain.doctor_webhooks import doors_line, entry_lines
 from app.domain.drift import Result
 from app.domain.fields import JsonMap, as_list, as_map, str_at
-from app.domain.kinds import Workload
+from app.domain.kinds import TRAINER_GROUP, TRAINER_VERSION, Workload
 from app.domain.policy import Policy
 
 CONFIGURATION: Final = "nicguard"
@@ -39,6 +47,8 @@ ABSENT_NETWORK: Final = "nicguard-doctor-absent"
 # The recipe's name as the shipped matchConditions spell it (the setting recipe-configmap moves it).
 SHIPPED_RECIPE: Final = "nicguard-recipe"
 _INTERFACES: Final = "networking.gke.io/interfaces"
+NOT_AUDITED: Final = "not checked: Trainer's runtimes are not served"
+TRAINER_FIX: Final = "install Kubeflow Trainer, then run the doctor again"
 
 
 def shipped_entries() -> list[JsonMap]:
@@ -82,13 +92,22 @@ def doctor(settings: Settings, namespace: str, environ: Mapping[str, str]) -> li
         drifted = dry_run_create(api_client, pods, probe_pod(namespace, drifted=True))
         good = dry_run_create(api_client, pods, probe_pod(namespace, drifted=False))
         lines.append(doors_line(POD_DOOR, drifted, good))
-        snapshot = list_snapshot(api_client, settings.recipe_configmap, None)
-        lines += _recipe_lines(snapshot)
         lines.append(break_glass_line(break_glass_holders(*rbac(api_client))))
+        if not _runtimes_served(served):
+            # The audit lists runtimes: its lines would only repeat the API line's failure.
+            return [*lines, Line(Mark.WARN, "recipe and audit", NOT_AUDITED, TRAINER_FIX)]
+        snapshot = list_snapshot(api_client, settings.recipe_configmap, None)
         workloads = list_workloads(api_client, None)
     finally:
         api_client.rest_client.close()
-    return lines + _audit_lines(snapshot, workloads, settings.policy)
+    return lines + _recipe_lines(snapshot) + _audit_lines(snapshot, workloads, settings.policy)
+
+
+def _runtimes_served(served: Mapping[str, frozenset[str] | None]) -> bool:
+    from app.kube.cluster_view import CLUSTER_RUNTIME_PLURAL, RUNTIME_PLURAL
+
+    resources = served.get(f"{TRAINER_GROUP}/{TRAINER_VERSION}") or frozenset()
+    return {CLUSTER_RUNTIME_PLURAL, RUNTIME_PLURAL} <= resources
 
 
 def _recipe_lines(snapshot: ClusterSnapshot) -> list[Line]:
