@@ -24,6 +24,7 @@ from app.commands.doctor import ABSENT_NETWORK, probe_pod, render, shipped_entri
 from app.commands.doctor_tls import bundles
 from app.domain.doctor import Line, Mark
 from tests.harness.procs import free_ports
+from tests.support.apiserver import kubeconfig
 from tests.support.paths import ROOT
 
 NOW: Final = datetime.now(tz=UTC)
@@ -165,20 +166,11 @@ def test_a_cluster_that_cannot_be_read_exits_2_with_one_line(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
+    path = tmp_path / "kubeconfig"  # absent: no credentials at all
     if server is not None:
         (port,) = free_ports(1)
-        cluster = {"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [cluster],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "c",
-        }
-        kubeconfig.write_text(yaml.safe_dump(config))
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        path = kubeconfig(tmp_path, f"https://127.0.0.1:{port}")
+    monkeypatch.setenv("KUBECONFIG", str(path))
     assert main(["doctor"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-import yaml
 
 from app.certificates.builder import authority
 from tests.harness import expect
@@ -37,6 +36,7 @@ from tests.harness.state import (
     set_status,
 )
 from tests.harness.webhook import rendered_manifests, wait_effective, webhook_names
+from tests.support.apiserver import kubeconfig
 
 pytestmark = pytest.mark.e2e
 
@@ -239,20 +239,8 @@ def test_a_deployment_scaled_to_zero_fails_with_the_fix(stack: Stack, operator: 
 
 def test_a_cluster_that_cannot_be_read_exits_2(tmp_path: Path) -> None:
     (port,) = free_ports(1)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "gone", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "gone", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
-    run = doctor(kubeconfig)
+    gone = kubeconfig(tmp_path, f"https://127.0.0.1:{port}")  # nothing listens there
+    run = doctor(gone)
     assert run.returncode == 2, expect.shown(run)
     assert run.stdout == ""
     (line,) = run.stderr.splitlines()
