@@ -15,11 +15,13 @@ from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, rend
 from app.commands.check import DEFAULT_NAMESPACE, check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
+    WEBHOOK_CONFIGURATION,
     Settings,
     SettingsError,
     add_options,
     add_serve_options,
     settings_from,
+    webhook_configuration_of,
 )
 from app.files.state import StateFileError
 from app.kube.credentials import ClientConfigError
@@ -109,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the Pods of the doors check are dry-run created (default: default)",
     )
     doctor.add_argument("--output", choices=("text", "json"), default="text")
-    add_options(doctor, POLICY_OPTIONS)
+    add_options(doctor, (*POLICY_OPTIONS, WEBHOOK_CONFIGURATION))
     serve = commands.add_parser("serve", help="serve the admission webhook")
     add_serve_options(serve)
     add_options(serve, POLICY_OPTIONS)
@@ -233,8 +235,9 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from app.domain.doctor import exit_status
     from app.kube.listing import ClusterReadError
 
+    configuration = webhook_configuration_of(args, os.environ)
     try:
-        lines = doctor(settings, args.namespace, os.environ)
+        lines = doctor(settings, args.namespace, os.environ, configuration=configuration)
     except ClusterReadError as error:
         return _input_error(error)
     _print(render(args.output, lines))

@@ -58,9 +58,16 @@ def shipped_entries() -> list[JsonMap]:
     return [entry for raw in json.loads(text) if (entry := as_map(raw)) is not None]
 
 
-def doctor(settings: Settings, namespace: str, environ: Mapping[str, str]) -> list[Line]:
+def doctor(
+    settings: Settings,
+    namespace: str,
+    environ: Mapping[str, str],
+    *,
+    configuration: str = CONFIGURATION,
+) -> list[Line]:
     """Every check against the cluster of kubeconfig (or in-cluster); ``namespace`` is where the
-    dry-run Pods are created. Raises ``ClientConfigError`` and ``ClusterReadError``."""
+    dry-run Pods are created, ``configuration`` the ValidatingWebhookConfiguration compared.
+    Raises ``ClientConfigError`` and ``ClusterReadError``."""
     # Imported here: only a live command pays for the Kubernetes API client (~0.5 s).
     from app.kube.client import load_api_client
     from app.kube.doctor_reads import (
@@ -81,7 +88,7 @@ def doctor(settings: Settings, namespace: str, environ: Mapping[str, str]) -> li
             api.group_version: served_resources(api_client, api.group_version) for api in APIS
         }
         lines += api_lines(served)
-        live = webhook_configuration(api_client, CONFIGURATION)
+        live = webhook_configuration(api_client, configuration)
         installed = _install_namespace(live)
         replicas = deployment_replicas(api_client, installed, DEPLOYMENT)
         lines.append(deployment_line(f"{installed}/{DEPLOYMENT}", replicas))

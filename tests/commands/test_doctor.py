@@ -176,3 +176,14 @@ def test_a_cluster_that_cannot_be_read_exits_2_with_one_line(
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith("nicguard: ")
+
+
+def test_a_blank_webhook_configuration_is_refused_before_the_cluster_is_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["doctor", "--webhook-configuration", " "]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "nicguard: invalid webhook-configuration ' ' (from --webhook-configuration): "
+        "expected a name"
+    )
