@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +23,7 @@ from app.certificates.builder import authority
 from tests.harness import expect
 from tests.harness.controlplane import KUBECTL_TIMEOUT, ROOT, ControlPlane
 from tests.harness.objects import as_list
-from tests.harness.procs import free_ports, tool
+from tests.harness.procs import free_ports, run_nicguard
 from tests.harness.stack import Stack, populate, running
 from tests.harness.state import (
     Run,
@@ -84,16 +82,8 @@ def operator(stack: Stack) -> Path:
 
 def doctor(kubeconfig: Path, *args: str) -> Run:
     """``nicguard doctor --namespace doctor-e2e ARGS``, with no NICGUARD_* setting."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("NICGUARD_", "KUBERNETES_SERVICE_"))
-    }
-    env["KUBECONFIG"] = str(kubeconfig)
-    argv = [str(tool("nicguard")), "doctor", "--namespace", OPERATOR_NAMESPACE, *args]
-    return subprocess.run(
-        argv, capture_output=True, text=True, env=env, timeout=KUBECTL_TIMEOUT, check=False
-    )
+    namespace = ("--namespace", OPERATOR_NAMESPACE)
+    return run_nicguard(kubeconfig, "doctor", *namespace, *args, timeout=KUBECTL_TIMEOUT)
 
 
 def checks(run: Run) -> dict[str, dict[str, str]]:
