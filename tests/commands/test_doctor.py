@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 import yaml
@@ -43,9 +43,7 @@ def test_the_shipped_entries_are_the_seven_doors() -> None:
     ]
 
 
-def check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], *, drifted: bool
-) -> dict[str, object]:
+def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], *, drifted: bool) -> dict[str, Any]:
     pod = tmp_path / "pod.yaml"
     pod.write_text(yaml.safe_dump(probe_pod("team-a", drifted=drifted)))
     code = main(["check", "--state", str(STATE), "--output", "json", str(pod)])
@@ -59,8 +57,8 @@ def test_the_drifted_probe_pod_is_refused_for_its_absent_network(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     result = check(tmp_path, capsys, drifted=True)
-    assert [v["code"] for v in result["violations"]] == ["NetworkNotFound"]  # type: ignore[attr-defined]
-    assert ABSENT_NETWORK in result["violations"][0]["message"]  # type: ignore[index]
+    assert [v["code"] for v in result["violations"]] == ["NetworkNotFound"]
+    assert ABSENT_NETWORK in result["violations"][0]["message"]
 
 
 def test_the_good_probe_pod_is_admitted_without_a_warning(
