@@ -1,5 +1,5 @@
-"""The ``nicguard`` command line: ``check`` (offline), ``audit`` (every runtime's standing) and
-``serve`` (the webhook)."""
+"""The ``nicguard`` command line: ``check`` (offline), ``audit`` (every runtime's standing),
+``doctor`` (the cluster and the installation) and ``serve`` (the webhook)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from app.commands.audit import OUTPUTS, audit_cluster, audit_state, failed, rend
 from app.commands.check import check_files, render_json, render_text
 from app.config import (
     POLICY_OPTIONS,
+    WEBHOOK_CONFIGURATION,
     Settings,
     SettingsError,
     add_options,
     add_serve_options,
     settings_from,
+    webhook_configuration_of,
 )
 from app.files.state import StateFileError
 from app.kube.credentials import ClientConfigError
@@ -96,6 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit 0 when none fails, 1 when any fails, 2 when the input or cluster cannot be read.",
     )
     _audit_options(audit)
+    doctor = commands.add_parser(
+        "doctor",
+        help="read-only checks of the cluster and of nicguard installed on it",
+        description="Check the cluster and nicguard installed on it, one line each "
+        "(docs/doctor.md). Exit 0 when every check passes (! allowed), 1 when any fails, "
+        "2 when the cluster cannot be read.",
+    )
+    doctor.add_argument(
+        "--namespace",
+        type=_namespace,
+        default=DEFAULT_NAMESPACE,
+        help="where the Pods of the doors check are dry-run created (default: default)",
+    )
+    doctor.add_argument("--output", choices=("text", "json"), default="text")
+    add_options(doctor, (*POLICY_OPTIONS, WEBHOOK_CONFIGURATION))
     serve = commands.add_parser("serve", help="serve the admission webhook")
     add_serve_options(serve)
     add_options(serve, POLICY_OPTIONS)
@@ -172,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = _ignore if settings.log_level not in ("debug", "info") else _note
         if args.command == "audit":
             return _audit(args, settings, note)
+        if args.command == "doctor":
+            return _doctor(args, settings)
         results = check_files(args.state, args.files, settings, namespace=args.namespace, note=note)
     except (SettingsError, StateFileError, ClientConfigError) as error:
         return _input_error(error)
@@ -209,6 +228,21 @@ def _audit(args: argparse.Namespace, settings: Settings, note: Callable[[str], N
             return _input_error(error)
     _print(render(args.output, results, api, namespace, int(time.time())))
     return EXIT_DENIED if failed(results) else EXIT_ALLOWED
+
+
+def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: only a live command loads the Kubernetes API client (~0.5 s).
+    from app.commands.doctor import doctor, render
+    from app.domain.doctor import exit_status
+    from app.kube.listing import ClusterReadError
+
+    configuration = webhook_configuration_of(args, os.environ)
+    try:
+        lines = doctor(settings, args.namespace, os.environ, configuration=configuration)
+    except ClusterReadError as error:
+        return _input_error(error)
+    _print(render(args.output, lines))
+    return exit_status(lines)
 
 
 def _input_error(error: Exception) -> int:

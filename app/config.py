@@ -156,6 +156,16 @@ CERT_OPTIONS: Final = (
 )
 
 
+# `nicguard doctor` checks the configuration the controller keeps trusting nicguard.
+WEBHOOK_CONFIGURATION: Final = next(o for o in CERT_OPTIONS if o.name == "webhook-configuration")
+
+
+def webhook_configuration_of(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """The setting ``webhook-configuration`` of a command that takes it alone."""
+    raw = resolve(args, environ, (WEBHOOK_CONFIGURATION,))
+    return parse_value(raw, WEBHOOK_CONFIGURATION.name, _name)
+
+
 @dataclass(frozen=True, slots=True)
 class CertSettings:
     """Where the self-managed certificates live and how long they last."""

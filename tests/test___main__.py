@@ -29,7 +29,7 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
             (),
             2,
             "",
-            "usage: nicguard [-h] [--version] {check,audit,serve} ...\n"
+            "usage: nicguard [-h] [--version] {check,audit,doctor,serve} ...\n"
             "nicguard: error: the following arguments are required: command\n",
             id="usage-error",
         ),

@@ -4,12 +4,14 @@ say: the recipe where AICR writes it (manifests/overlays/aicr-recipe), the image
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
+from app.commands.doctor import shipped_entries
 from tests.chart.render import kustomize
 from tests.support.paths import ROOT
 
@@ -35,6 +37,14 @@ def env(docs: list[dict[str, Any]]) -> dict[str, str]:
         ("namespace", {("Namespace", "nicguard-system")}),
         ("recipe-example", {("ConfigMap", "nicguard-recipe")}),
         ("break-glass", {("ClusterRoleBinding", "nicguard-break-glass-editor")}),
+        (
+            "doctor",
+            {
+                ("ClusterRole", "nicguard-doctor"),
+                ("Role", "nicguard-doctor-namespace"),
+                ("ClusterRole", "nicguard-doctor-dry-run"),
+            },
+        ),
     ],
 )
 def test_each_opt_in_piece_holds_its_one_object(piece: str, kinds: set[tuple[str, str]]) -> None:
@@ -107,3 +117,18 @@ def test_the_image_overlay_of_the_readme_sets_the_image(tmp_path: Path) -> None:
     (deployment,) = (d for d in built(overlay) if d["kind"] == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "registry.example.com/platform/nicguard:0.1.0"
+
+
+def test_the_doctor_compares_with_the_entries_the_base_ships() -> None:
+    """``nicguard doctor`` holds the shipped entries as package data (the image carries no
+    manifests/): exactly what the base renders, field for field (the chart renders the same,
+    tests/chart/test_equivalence.py)."""
+    (configuration,) = (
+        d for d in built(MANIFESTS) if d["kind"] == "ValidatingWebhookConfiguration"
+    )
+    fields = ("name", "failurePolicy", "rules", "matchConditions")
+    shipped = [{k: entry[k] for k in fields if k in entry} for entry in configuration["webhooks"]]
+    assert shipped_entries() == shipped, (
+        "regenerate app/commands/shipped_webhooks.json from manifests/base/webhook.yaml:\n"
+        + json.dumps(shipped, indent=1)
+    )

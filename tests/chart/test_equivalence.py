@@ -32,11 +32,17 @@ def test_helm_lint_strict_passes() -> None:
 
 
 # The opt-in pieces beside the base, and the chart values that render the same objects.
-OPT_IN: Final = ("manifests/namespace", "manifests/recipe-example", "manifests/break-glass")
+OPT_IN: Final = (
+    "manifests/namespace",
+    "manifests/recipe-example",
+    "manifests/break-glass",
+    "manifests/doctor",
+)
 OPT_IN_VALUES: Final = (
     "--set", "namespace.create=true",
     "--set", "exampleRecipe.create=true",
     "--set", "rbac.breakGlassEditorBinding=true",
+    "--set", "rbac.doctorRoles=true",
 )  # fmt: skip
 
 

@@ -231,6 +231,32 @@ def test_moving_the_recipe_moves_its_role_webhook_and_example() -> None:
     assert "metadata.name == 'my-recipe'" in hook["matchConditions"][0]["expression"]
 
 
+def test_the_doctor_roles_follow_the_recipe_and_the_webhook_configuration() -> None:
+    """``rbac.doctorRoles``: the recipe's list where the recipe is, the configuration by its name
+    (docs/doctor.md, Rights)."""
+    docs = template(
+        "--set", "rbac.doctorRoles=true",
+        "--set", "settings.recipeConfigMap=aicr/my-recipe",
+        "--set", "settings.webhookConfiguration=ng",
+    )  # fmt: skip
+    recipe = one(docs, "Role", "nicguard-doctor-recipe")
+    assert recipe["metadata"]["namespace"] == "aicr"
+    assert recipe["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": ["my-recipe"],
+            "verbs": ["list"],
+        }
+    ]
+    (own,) = one(docs, "Role", "nicguard-doctor-namespace")["rules"]
+    assert own["resources"] == ["deployments"]
+    rules = one(docs, "ClusterRole", "nicguard-doctor")["rules"]
+    (configuration,) = (r for r in rules if r["resources"] == ["validatingwebhookconfigurations"])
+    assert configuration["resourceNames"] == ["ng"]
+    assert not any(d["metadata"]["name"].startswith("nicguard-doctor") for d in template())
+
+
 def test_another_release_namespace_is_used_everywhere() -> None:
     """nicguard's built-in names point at nicguard-system: elsewhere the chart passes its own."""
     docs = template(namespace="platform")

@@ -46,6 +46,7 @@ VARIANTS: Final = {
         "--set", "namespace.create=true",
         "--set", "exampleRecipe.create=true",
         "--set", "rbac.breakGlassEditorBinding=true",
+        "--set", "rbac.doctorRoles=true",
     ),
     "two-replicas": ("--set", "replicas=2"),
 }  # fmt: skip

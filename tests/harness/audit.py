@@ -13,7 +13,6 @@ import logging
 import os
 import re
 import ssl
-import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -34,7 +33,7 @@ from tests.harness.objects import (
     load,
     runtime,
 )
-from tests.harness.procs import tool, wait_until
+from tests.harness.procs import run_nicguard, wait_until
 from tests.harness.stack import Stack, ready_network
 from tests.harness.state import NETWORKS, Run, checked, create_namespace, set_status
 from tests.harness.webhook import Nicguard
@@ -328,20 +327,7 @@ def network_status(name: str, *, ready: bool) -> Obj:
 
 def nicguard_audit(plane: ControlPlane, *args: str) -> Run:
     """``nicguard audit ARGS`` against the cluster as ``admin``, with no NICGUARD_* setting."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("NICGUARD_", "KUBERNETES_SERVICE_"))
-    }
-    env["KUBECONFIG"] = str(plane.kubeconfig("admin"))
-    return subprocess.run(
-        [str(tool("nicguard")), "audit", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=KUBECTL_TIMEOUT,
-        check=False,
-    )
+    return run_nicguard(plane.kubeconfig("admin"), "audit", *args, timeout=KUBECTL_TIMEOUT)
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import os
 import shutil
 import signal
 import socket
@@ -41,6 +42,25 @@ def tool(name: str) -> Path:
     """The executable ``name`` on PATH, else beside the running interpreter (a venv's bin/)."""
     found = shutil.which(name)
     return Path(found) if found else Path(sys.executable).parent / name
+
+
+def run_nicguard(kubeconfig: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``nicguard ARGS`` against the cluster of ``kubeconfig``, with no NICGUARD_* setting of the
+    caller's shell and no in-cluster configuration."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("NICGUARD_", "KUBERNETES_SERVICE_"))
+    }
+    env["KUBECONFIG"] = str(kubeconfig)
+    return subprocess.run(
+        [str(tool("nicguard")), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def free_ports(count: int) -> list[int]:

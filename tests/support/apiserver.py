@@ -90,20 +90,7 @@ class FakeApiServer(ThreadingHTTPServer):
 
     def kubeconfig(self, directory: Path) -> Path:
         """A kubeconfig naming this server, as a user's would."""
-        path = directory / "kubeconfig"
-        path.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "c", "cluster": {"server": self.url}}],
-                    "users": [{"name": "u", "user": {"token": "t0ken"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                    "current-context": "x",
-                }
-            )
-        )
-        return path
+        return kubeconfig(directory, self.url)
 
     def handle_error(self, request: object, client_address: object) -> None:
         return  # a client that hung up on a held watch or a silence is expected here
@@ -263,3 +250,21 @@ def _merged(current: object, patch: object) -> object:
         ]
         return kept + list(by_name.values())
     return patch
+
+
+def kubeconfig(directory: Path, server: str) -> Path:
+    """``directory/kubeconfig``: a token user of the API server at URL ``server``."""
+    path = directory / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t0ken"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
