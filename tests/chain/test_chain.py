@@ -1,7 +1,8 @@
 """TrainJob to Pods through the real controllers, each write judged at nicguard's doors.
 
-Users act with ``kubectl``; Trainer writes the runtime snapshot and the JobSet, JobSet the Jobs,
-the Job controller the Pods. Every assertion is on what those controllers wrote or were told.
+Users act with ``kubectl``; Trainer writes the runtime snapshot (v2.3+; v2.2 reads the runtime
+itself) and the JobSet, JobSet the Jobs, the Job controller the Pods. Every assertion is on what
+those controllers wrote or were told.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
 from tests.harness.objects import (
     INTERFACES,
     RECIPE_PAIRS,
-    TRAINER_V2_3,
     as_list,
     interfaces,
     node_annotations,
@@ -75,6 +75,17 @@ def snapshot_name(job: str) -> str:
     return f"{job}-runtime-snapshot"
 
 
+def snapshots(chain: Chain, namespace: str, job: str) -> list[dict[str, Any]]:
+    """Trainer's snapshot of ``job``: one from v2.3 on, none before (SPEC §14)."""
+    selector = f"metadata.name={snapshot_name(job)}"
+    return items(chain, "configmaps", "-n", namespace, "--field-selector", selector)
+
+
+def trainer_writes(chain: Chain) -> dict[str, set[str]]:
+    """What Trainer writes in a TrainJob's namespace beside its JobSet: the snapshot (v2.3+)."""
+    return {"ConfigMap": {TRAINER_SA}} if chain.trainer.snapshots else {}
+
+
 def apply_breaking_glass(chain: Chain, obj: dict[str, Any]) -> Run:
     """``kubectl apply`` of ``obj`` by a member of the group ``nicguard:break-glass``."""
     return chain.plane.kubectl("admin", "apply", "-f", "-", *AS_BREAK_GLASS, input=json.dumps(obj))
@@ -91,16 +102,18 @@ def test_recipe_wired_trainjob_reaches_pods_with_the_admitted_wiring(
 
     found = wait_pods(chain, namespace, job)
     assert [wiring(pod) for pod in found] == [wired] * NUM_NODES
-    snapshot = get(chain, "configmap", snapshot_name(job), "-n", namespace)
-    snapshot_runtime = yaml.safe_load(snapshot["data"]["runtime"])
-    assert node_annotations(snapshot_runtime)[INTERFACES] == wired
+    copies = snapshots(chain, namespace, job)
+    assert len(copies) == (1 if chain.trainer.snapshots else 0)
+    for snapshot in copies:
+        snapshot_runtime = yaml.safe_load(snapshot["data"]["runtime"])
+        assert node_annotations(snapshot_runtime)[INTERFACES] == wired
     (jobset_node,) = get(chain, "jobset", job, "-n", namespace)["spec"]["replicatedJobs"]
     assert (
         jobset_node["template"]["spec"]["template"]["metadata"]["annotations"][INTERFACES] == wired
     )
     assert allowed_writers(chain, namespace) == {
         "TrainJob": {"alice"},
-        "ConfigMap": {TRAINER_SA},
+        **trainer_writes(chain),
         "JobSet": {TRAINER_SA},
         "Job": {JOBSET_SA},
         "Pod": {JOB_CONTROLLER_SA},
@@ -115,14 +128,14 @@ def test_legal_runtime_patches_reach_pods_and_a_misplaced_patch_is_refused(
     name, wired = bound_runtime(chain)
     legal = trainjob(unique("job"), namespace, name)
     team = {"example.com/team": "llm-pretrain"}
-    legal["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: wired, **team})
+    legal["spec"] |= node_override(chain.trainer, {INTERFACES: wired, **team})
     expect.allowed(chain.stack.apply(legal), "created")
     for pod in wait_pods(chain, namespace, legal["metadata"]["name"]):
         assert wiring(pod) == wired
         assert pod["metadata"]["annotations"]["example.com/team"] == "llm-pretrain"
 
     misplaced = trainjob(unique("job"), namespace, name)
-    misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
+    misplaced["spec"] |= node_override(chain.trainer, {INTERFACES: interfaces(MISPLACED)})
     run = chain.stack.apply(misplaced)
     subject = f"TrainJob/{namespace}/{misplaced['metadata']['name']}"
     expect.denied(run, subject, "MappingDivergesFromRecipe", "eth1->gpu-nic-1")
@@ -145,7 +158,9 @@ def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
     chain: Chain, namespace: str
 ) -> None:
     """(c) A runtime edit is refused; a snapshot edit is refused; a snapshot edited with the
-    break-glass is stopped at the JobSet door when the TrainJob resumes, and no Pod is made."""
+    break-glass is stopped at the JobSet door when the TrainJob resumes, and no Pod is made.
+    Trainer v2.2 writes no snapshot and reads the runtime when it resumes: there the runtime
+    edited with the break-glass is what the JobSet door stops."""
     name, _ = bound_runtime(chain)
     edit = runtime(name, pairs=REORDERED, recipe_bound=True)
     expect.denied(
@@ -158,45 +173,25 @@ def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
     suspended = trainjob(job, namespace, name)
     suspended["spec"]["suspend"] = True
     expect.allowed(chain.stack.apply(suspended), "created")
-    snapshot = wait_until(
-        lambda: (
-            items(
-                chain,
-                "configmaps",
-                "-n",
-                namespace,
-                "--field-selector",
-                f"metadata.name={snapshot_name(job)}",
-            )
-            or None
-        ),
-        timeout=CHAIN_TIMEOUT,
-        what=f"Trainer's snapshot of {job}",
-        diagnose=chain.report,
-    )[0]
     wait_until(
         lambda: items(chain, "jobs", "-n", namespace, "-l", f"{JOBSET_LABEL}={job}") or None,
         timeout=CHAIN_TIMEOUT,
         what=f"the suspended Jobs of {job}",
         diagnose=chain.report,
     )
-
-    patch = json.dumps({"data": {"runtime": tampered(snapshot, MISPLACED)}})
-    target = ["configmap", snapshot_name(job), "-n", namespace]
-    refused = chain.plane.kubectl("admin", "patch", *target, "--type=merge", "-p", patch)
-    expect.denied(
-        refused,
-        f"ConfigMap/{namespace}/{snapshot_name(job)}",
-        "MappingDivergesFromRecipe",
-        webhook="snapshot.nicguard.dev",
-    )
-
-    glass = {"metadata": {"labels": {"nicguard.dev/break-glass": "true"}}}
-    glass_patch = json.dumps(json.loads(patch) | glass)
-    broken = chain.plane.kubectl(
-        "admin", "patch", *target, "--type=merge", "-p", glass_patch, *AS_BREAK_GLASS
-    )
-    checked(broken, "the break-glass snapshot edit")
+    if chain.trainer.snapshots:
+        (snapshot,) = wait_until(
+            lambda: snapshots(chain, namespace, job) or None,
+            timeout=CHAIN_TIMEOUT,
+            what=f"Trainer's snapshot of {job}",
+            diagnose=chain.report,
+        )
+        break_snapshot(chain, namespace, job, snapshot)
+    else:
+        assert snapshots(chain, namespace, job) == []
+        misplaced = runtime(name, pairs=MISPLACED, recipe_bound=True)
+        misplaced["metadata"]["labels"]["nicguard.dev/break-glass"] = "true"
+        checked(apply_breaking_glass(chain, misplaced), "the break-glass runtime edit")
 
     resume = json.dumps({"spec": {"suspend": False}})
     checked(
@@ -212,6 +207,25 @@ def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
     assert pods(chain, namespace, job) == []
 
 
+def break_snapshot(chain: Chain, namespace: str, job: str, snapshot: dict[str, Any]) -> None:
+    """The snapshot edited to misplace two Networks: refused, then made with the break-glass."""
+    patch = json.dumps({"data": {"runtime": tampered(snapshot, MISPLACED)}})
+    target = ["configmap", snapshot_name(job), "-n", namespace]
+    refused = chain.plane.kubectl("admin", "patch", *target, "--type=merge", "-p", patch)
+    expect.denied(
+        refused,
+        f"ConfigMap/{namespace}/{snapshot_name(job)}",
+        "MappingDivergesFromRecipe",
+        webhook="snapshot.nicguard.dev",
+    )
+    glass = {"metadata": {"labels": {"nicguard.dev/break-glass": "true"}}}
+    glass_patch = json.dumps(json.loads(patch) | glass)
+    broken = chain.plane.kubectl(
+        "admin", "patch", *target, "--type=merge", "-p", glass_patch, *AS_BREAK_GLASS
+    )
+    checked(broken, "the break-glass snapshot edit")
+
+
 def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, namespace: str) -> None:
     """(d) Break-glass TrainJobs: the recipe's pairs in another order reach the Pods as written;
     a misplaced Network is refused at the JobSet, Trainer's Event carries nicguard's message,
@@ -219,14 +233,14 @@ def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, name
     name, _ = bound_runtime(chain)
     reordered = trainjob(unique("job"), namespace, name)
     reordered["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
-    reordered["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(REORDERED)})
+    reordered["spec"] |= node_override(chain.trainer, {INTERFACES: interfaces(REORDERED)})
     checked(apply_breaking_glass(chain, reordered), "the break-glass TrainJob")
     for pod in wait_pods(chain, namespace, reordered["metadata"]["name"]):
         assert wiring(pod) == interfaces(REORDERED)
 
     misplaced = trainjob(unique("job"), namespace, name)
     misplaced["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
-    misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
+    misplaced["spec"] |= node_override(chain.trainer, {INTERFACES: interfaces(MISPLACED)})
     checked(apply_breaking_glass(chain, misplaced), "the misplaced break-glass TrainJob")
     job = misplaced["metadata"]["name"]
     message = wait_failure_event(chain, namespace, job)
@@ -283,5 +297,5 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace
         "ResourceClaimTemplate": {"admin"},
         "TrainingRuntime": {"admin"},
         "TrainJob": {"alice"},
-        "ConfigMap": {TRAINER_SA},
+        **trainer_writes(chain),
     }

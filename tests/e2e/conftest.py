@@ -1,8 +1,8 @@
 """Session fixtures of the e2e tier: one real control plane with nicguard for most tests.
 
 That plane serves the Kubeflow Trainer v2.3.0 CRDs and JobSet v0.12.0's. TrainJob tests run on
-a second one with the v2.1.0 CRDs as well: a module overrides ``stack`` with ``each_trainer``
-(see test_trainjobs.py).
+planes with the v2.2.1 and v2.1.0 CRDs as well: a module overrides ``stack`` with
+``each_trainer`` (see test_trainjobs.py).
 Binaries missing is a failure, never a skip (``make e2e`` builds them). Logs of etcd,
 kube-apiserver and nicguard stay in pytest's temp dir and are attached to failing tests.
 """
@@ -13,12 +13,16 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.harness.objects import TRAINER_V2_1, TRAINER_V2_3, Trainer, unique
+from tests.harness.objects import TRAINER_V2_1, TRAINER_V2_2, TRAINER_V2_3, Trainer, unique
 from tests.harness.stack import Stack, populate, running
 from tests.harness.state import create_namespace, recipe_ref as read_recipe_ref
 
 # The session stack of each Trainer release, by fixture name.
-TRAINER_STACKS = {TRAINER_V2_3: "trainer_v2_3_stack", TRAINER_V2_1: "trainer_v2_1_stack"}
+TRAINER_STACKS = {
+    TRAINER_V2_3: "trainer_v2_3_stack",
+    TRAINER_V2_2: "trainer_v2_2_stack",
+    TRAINER_V2_1: "trainer_v2_1_stack",
+}
 
 
 def populated(factory: pytest.TempPathFactory, trainer: Trainer) -> Iterator[Stack]:
@@ -33,6 +37,11 @@ def populated(factory: pytest.TempPathFactory, trainer: Trainer) -> Iterator[Sta
 @pytest.fixture(scope="session")
 def trainer_v2_3_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     yield from populated(tmp_path_factory, TRAINER_V2_3)
+
+
+@pytest.fixture(scope="session")
+def trainer_v2_2_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from populated(tmp_path_factory, TRAINER_V2_2)
 
 
 @pytest.fixture(scope="session")
