@@ -30,7 +30,8 @@ from tests.harness.chain_reads import (
     wait_pods,
     wiring,
 )
-from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
+from tests.harness.controlplane import Served
+from tests.harness.dra import NETDEV, NOT_SERVED, RDMA, claim_template, device_class
 from tests.harness.objects import (
     INTERFACES,
     RECIPE_PAIRS,
@@ -267,10 +268,16 @@ def dra_bound_runtime(namespace: str) -> dict[str, Any]:
     return obj
 
 
-def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace: str) -> None:
+def test_dra_bound_trainjob_reaches_pods_with_its_claims(
+    chain: Chain, served: Served, namespace: str
+) -> None:
     """(h) A runtime wired by DRA claim on ``resource.k8s.io/v1``: its claim template, runtime,
     TrainJob and snapshot admitted, the unwired JobSet, Job and Pods never sent, and the claims
-    reach every Pod."""
+    reach every Pod. Where the cluster does not serve v1 (before 1.34), the runtime and a
+    TrainJob on it are refused, saying so."""
+    if not served.dra_v1:
+        refused_without_dra_v1(chain, namespace)
+        return
     objects = [
         device_class(RDMA),
         device_class(NETDEV),
@@ -299,3 +306,19 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace
         "TrainJob": {"alice"},
         **trainer_writes(chain),
     }
+
+
+def refused_without_dra_v1(chain: Chain, namespace: str) -> None:
+    """The DRA-bound runtime refused ``ResourceClaimTemplateNotFound``, saying the cluster does
+    not serve v1; made with the break-glass, a TrainJob on it is refused the same way and
+    nothing reaches Trainer."""
+    obj = dra_bound_runtime(namespace)
+    subject = f"TrainingRuntime/{namespace}/{obj['metadata']['name']}"
+    code = "ResourceClaimTemplateNotFound"
+    expect.denied(chain.stack.apply(obj, who="admin"), subject, code, NOT_SERVED)
+    obj["metadata"]["labels"]["nicguard.dev/break-glass"] = "true"
+    checked(apply_breaking_glass(chain, obj), "the break-glass DRA-bound runtime")
+    job = unique("job")
+    run = chain.stack.apply(trainjob(job, namespace, obj["metadata"]["name"], "TrainingRuntime"))
+    expect.denied(run, f"TrainJob/{namespace}/{job}", code, NOT_SERVED)
+    assert items(chain, "jobsets", "-n", namespace) == []
