@@ -215,6 +215,36 @@ def test_each_dra_code_through_kubectl_apply(
     expect.denied(dra.stack.judged(obj, f"[{code}]", who="admin"), subject(obj), code, fragment)
 
 
+def test_a_first_available_request_is_a_mismatch_on_every_minor(dra: Dra) -> None:
+    """``firstAvailable`` (DRAPrioritizedList) is on by default on every minor that serves v1
+    (beta on 1.34 and 1.35, GA from 1.36): the apiserver stores the list and nicguard reads it
+    as not claiming every NIC. Without v1 the runtime is refused for the template nicguard
+    cannot read, whatever it requests."""
+    stack, namespace = dra.stack, dra.everything
+    name = unique("rdma-choice")
+    obj = dra_runtime(namespace, name)
+    if not dra.served.dra_v1:
+        run = stack.judged(obj, f"[{NOT_FOUND}]", who="admin")
+        expect.denied(run, subject(obj), NOT_FOUND, NOT_SERVED)
+        return
+    choice = dra.template(namespace, name, allocationMode="All")
+    exactly = choice["spec"]["spec"]["devices"]["requests"][0].pop("exactly")
+    choice["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"] = [
+        {"name": "all", **exactly}
+    ]
+    expect.allowed(stack.apply(choice, who="admin"), "created")
+    stored = checked(
+        stack.kubectl(
+            "get", "resourceclaimtemplate", name, "-n", namespace, "-o", "json", who="admin"
+        ),
+        "reading the template back",
+    )
+    (request,) = json.loads(stored.stdout)["spec"]["spec"]["devices"]["requests"]
+    assert request["firstAvailable"][0]["deviceClassName"] == RDMA, request
+    run = stack.judged(obj, "[RdmaClaimMismatch]", who="admin")
+    expect.denied(run, subject(obj), "RdmaClaimMismatch", f"a firstAvailable list of {RDMA}")
+
+
 @pytest.mark.parametrize("profile", [PROFILE, None], ids=["bound", "unbound"])
 def test_annotation_and_dra_wiring_together_are_a_wiring_mode_conflict(
     dra: Dra, profile: str | None
