@@ -38,7 +38,7 @@ from tests.harness.audit import (
 )
 from tests.harness.controlplane import Served
 from tests.harness.dra import NETDEV, NOT_SERVED, RDMA, claim_template, device_class, served_api
-from tests.harness.objects import Obj, as_list, interfaces, unique
+from tests.harness.objects import Obj, as_list, interfaces, trainjob, unique
 from tests.harness.procs import wait_until
 from tests.harness.stack import Stack, ready_network, running
 from tests.harness.state import AS_BREAK_GLASS, checked, create_namespace, eventually
@@ -507,7 +507,8 @@ def test_a_template_recreated_with_one_nic_is_refused_and_past_break_glass_audit
 
 def template_door_never_called(dra: Dra, obj: Obj, one_nic: Obj) -> None:
     """Without v1: a bound TrainingRuntime is refused even though a beta template of every NIC
-    exists (a ClusterTrainingRuntime names no namespace: admitted); once it is made with the
+    exists (a ClusterTrainingRuntime names no namespace: admitted, and a TrainJob on it refused
+    in the TrainJob's namespace); once it is made with the
     break-glass, the one-NIC template of the name it uses is created in the beta version, and
     nicguard has judged no ResourceClaimTemplate at all; ``nicguard audit`` fails the
     TrainingRuntime, saying the cluster does not serve v1."""
@@ -519,6 +520,9 @@ def template_door_never_called(dra: Dra, obj: Obj, one_nic: Obj) -> None:
     else:
         stack.judged(obj, "", who="admin")
         expect.allowed(stack.apply(obj, who="admin"), "created")
+        job = trainjob(unique("tj"), one_nic["metadata"]["namespace"], obj["metadata"]["name"])
+        tj = f"TrainJob/{job['metadata']['namespace']}/{job['metadata']['name']}"
+        expect.denied(stack.judged(job, f"[{NOT_FOUND}]"), tj, NOT_FOUND, NOT_SERVED)
     namespace, name = one_nic["metadata"]["namespace"], one_nic["metadata"]["name"]
     checked(
         stack.kubectl("delete", "resourceclaimtemplate", name, "-n", namespace, who="admin"),
