@@ -133,6 +133,15 @@ chain: $(STAMP) k8s-bins chain-bins
 	  NICGUARD_K8S_BIN_DIR="$$bins" NICGUARD_CHAIN_DIR="$$chain" $(ON_PATH) \
 	  $(BIN)/pytest -m chain tests/chain -v
 
+# The compatibility matrix (docs/compatibility.md; run before each release, not by `make test`):
+# the e2e and chain tiers on each supported Kubernetes minor's newest patch (and 1.33, the newest
+# without resource.k8s.io/v1), the chain tier on each supported Trainer release; builds what the
+# caches lack (~8 min a minor, ~6 a Trainer), prints a summary, exits 1 if any run fails.
+# Narrow it with space-separated COMPAT_K8S, COMPAT_TIERS, COMPAT_TRAINERS (scripts/compat.py).
+.PHONY: compat
+compat: $(STAMP) helm
+	$(ON_PATH) $(BIN)/python -m scripts.compat
+
 # nicguard behind a real apiserver: one good apply and three denials, then everything is stopped.
 # A module run from the repository root, so the e2e harness imports as the package tests.e2e.
 demo: $(STAMP) k8s-bins

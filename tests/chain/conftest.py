@@ -1,6 +1,7 @@
 """One chain for the whole tier: control plane, nicguard, Trainer, JobSet, the Job controller and
 the garbage collector (``tests/harness/chain.py``). Binaries missing is a failure, never a skip
-(``make chain`` builds them); every process's log is attached to a failing test."""
+(``make chain`` builds them); every process's log is attached to a failing test. Tests branch on
+``chain.trainer`` (v2.3.0 writes runtime snapshots, v2.2.1 none) and ``served`` (the minor)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Generator, Iterator
 import pytest
 
 from tests.harness.chain import Chain, Controller, running_chain
+from tests.harness.controlplane import Served
 from tests.harness.objects import unique
 from tests.harness.state import create_namespace
 
@@ -17,6 +19,12 @@ from tests.harness.state import create_namespace
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     with running_chain(tmp_path_factory.mktemp("chain")) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def served(chain: Chain) -> Served:
+    """The minor the tier runs on, as its apiserver says (``/version``, discovery)."""
+    return chain.plane.served()
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """TrainJob to Pods through the real controllers, each write judged at nicguard's doors.
 
-Users act with ``kubectl``; Trainer writes the runtime snapshot and the JobSet, JobSet the Jobs,
-the Job controller the Pods. Every assertion is on what those controllers wrote or were told.
+Users act with ``kubectl``; Trainer writes the runtime snapshot (v2.3+; v2.2 reads the runtime
+itself) and the JobSet, JobSet the Jobs, the Job controller the Pods. Every assertion is on what
+those controllers wrote or were told.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from tests.harness.chain_reads import (
     wait_pods,
     wiring,
 )
-from tests.harness.dra import NETDEV, RDMA, claim_template, device_class
+from tests.harness.controlplane import Served
+from tests.harness.dra import NETDEV, NOT_SERVED, RDMA, claim_template, device_class
 from tests.harness.objects import (
     INTERFACES,
     RECIPE_PAIRS,
-    TRAINER_V2_3,
     as_list,
     interfaces,
     node_annotations,
@@ -72,8 +73,41 @@ def wait_failure_event(chain: Chain, namespace: str, job: str) -> str:
     return str(events[0]["message"])
 
 
+def refused_jobset(chain: Chain, namespace: str, job: str, code: str) -> str:
+    """Trainer's ``TrainJobResourcesCreationFailed`` message once nicguard refused the TrainJob's
+    JobSet with ``code``. v2.3 puts nicguard's message in it; v2.2.1 only ``unknown (patch
+    jobsets.jobset.x-k8s.io <name>)``, so the refusal is read from nicguard's decision log."""
+    message = wait_failure_event(chain, namespace, job)
+    if chain.trainer.snapshots:
+        assert 'admission webhook "workloads.nicguard.dev" denied the request' in message, message
+        assert f"JobSet/{namespace}/{job}: [{code}]" in message, message
+        return message
+    assert f"unknown (patch jobsets.jobset.x-k8s.io {job})" in message, message
+    refusals = [
+        (d["request_username"], d["violation_codes"])
+        for d in chain.stack.nicguard.decisions()
+        if (d["resource_kind"], d["resource_namespace"], d["resource_name"])
+        == ("JobSet", namespace, job)
+        and not d["allowed"]
+    ]
+    assert refusals, f"nicguard refused no JobSet {namespace}/{job}"
+    assert all(who == TRAINER_SA and code in codes for who, codes in refusals), refusals
+    return message
+
+
 def snapshot_name(job: str) -> str:
     return f"{job}-runtime-snapshot"
+
+
+def snapshots(chain: Chain, namespace: str, job: str) -> list[dict[str, Any]]:
+    """Trainer's snapshot of ``job``: one from v2.3 on, none before (SPEC §14)."""
+    selector = f"metadata.name={snapshot_name(job)}"
+    return items(chain, "configmaps", "-n", namespace, "--field-selector", selector)
+
+
+def trainer_writes(chain: Chain) -> dict[str, set[str]]:
+    """What Trainer writes in a TrainJob's namespace beside its JobSet: the snapshot (v2.3+)."""
+    return {"ConfigMap": {TRAINER_SA}} if chain.trainer.snapshots else {}
 
 
 def apply_breaking_glass(chain: Chain, obj: dict[str, Any]) -> Run:
@@ -92,16 +126,18 @@ def test_recipe_wired_trainjob_reaches_pods_with_the_admitted_wiring(
 
     found = wait_pods(chain, namespace, job)
     assert [wiring(pod) for pod in found] == [wired] * NUM_NODES
-    snapshot = get(chain, "configmap", snapshot_name(job), "-n", namespace)
-    snapshot_runtime = yaml.safe_load(snapshot["data"]["runtime"])
-    assert node_annotations(snapshot_runtime)[INTERFACES] == wired
+    copies = snapshots(chain, namespace, job)
+    assert len(copies) == (1 if chain.trainer.snapshots else 0)
+    for snapshot in copies:
+        snapshot_runtime = yaml.safe_load(snapshot["data"]["runtime"])
+        assert node_annotations(snapshot_runtime)[INTERFACES] == wired
     (jobset_node,) = get(chain, "jobset", job, "-n", namespace)["spec"]["replicatedJobs"]
     assert (
         jobset_node["template"]["spec"]["template"]["metadata"]["annotations"][INTERFACES] == wired
     )
     assert allowed_writers(chain, namespace) == {
         "TrainJob": {"alice"},
-        "ConfigMap": {TRAINER_SA},
+        **trainer_writes(chain),
         "JobSet": {TRAINER_SA},
         "Job": {JOBSET_SA},
         "Pod": {JOB_CONTROLLER_SA},
@@ -116,14 +152,14 @@ def test_legal_runtime_patches_reach_pods_and_a_misplaced_patch_is_refused(
     name, wired = bound_runtime(chain)
     legal = trainjob(unique("job"), namespace, name)
     team = {"example.com/team": "llm-pretrain"}
-    legal["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: wired, **team})
+    legal["spec"] |= node_override(chain.trainer, {INTERFACES: wired, **team})
     expect.allowed(chain.stack.apply(legal), "created")
     for pod in wait_pods(chain, namespace, legal["metadata"]["name"]):
         assert wiring(pod) == wired
         assert pod["metadata"]["annotations"]["example.com/team"] == "llm-pretrain"
 
     misplaced = trainjob(unique("job"), namespace, name)
-    misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
+    misplaced["spec"] |= node_override(chain.trainer, {INTERFACES: interfaces(MISPLACED)})
     run = chain.stack.apply(misplaced)
     subject = f"TrainJob/{namespace}/{misplaced['metadata']['name']}"
     expect.denied(run, subject, "MappingDivergesFromRecipe", "eth1->gpu-nic-1")
@@ -146,7 +182,9 @@ def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
     chain: Chain, namespace: str
 ) -> None:
     """(c) A runtime edit is refused; a snapshot edit is refused; a snapshot edited with the
-    break-glass is stopped at the JobSet door when the TrainJob resumes, and no Pod is made."""
+    break-glass is stopped at the JobSet door when the TrainJob resumes, and no Pod is made.
+    Trainer v2.2 writes no snapshot and reads the runtime when it resumes: there the runtime
+    edited with the break-glass is what the JobSet door stops."""
     name, _ = bound_runtime(chain)
     edit = runtime(name, pairs=REORDERED, recipe_bound=True)
     expect.denied(
@@ -159,29 +197,40 @@ def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
     suspended = trainjob(job, namespace, name)
     suspended["spec"]["suspend"] = True
     expect.allowed(chain.stack.apply(suspended), "created")
-    snapshot = wait_until(
-        lambda: (
-            items(
-                chain,
-                "configmaps",
-                "-n",
-                namespace,
-                "--field-selector",
-                f"metadata.name={snapshot_name(job)}",
-            )
-            or None
-        ),
-        timeout=CHAIN_TIMEOUT,
-        what=f"Trainer's snapshot of {job}",
-        diagnose=chain.report,
-    )[0]
     wait_until(
         lambda: items(chain, "jobs", "-n", namespace, "-l", f"{JOBSET_LABEL}={job}") or None,
         timeout=CHAIN_TIMEOUT,
         what=f"the suspended Jobs of {job}",
         diagnose=chain.report,
     )
+    if chain.trainer.snapshots:
+        (snapshot,) = wait_until(
+            lambda: snapshots(chain, namespace, job) or None,
+            timeout=CHAIN_TIMEOUT,
+            what=f"Trainer's snapshot of {job}",
+            diagnose=chain.report,
+        )
+        break_snapshot(chain, namespace, job, snapshot)
+    else:
+        assert snapshots(chain, namespace, job) == []
+        misplaced = runtime(name, pairs=MISPLACED, recipe_bound=True)
+        misplaced["metadata"]["labels"]["nicguard.dev/break-glass"] = "true"
+        checked(apply_breaking_glass(chain, misplaced), "the break-glass runtime edit")
 
+    resume = json.dumps({"spec": {"suspend": False}})
+    checked(
+        chain.stack.kubectl(
+            "patch", "trainjob", job, "-n", namespace, "--type=merge", "-p", resume
+        ),
+        "resuming",
+    )
+    refused_jobset(chain, namespace, job, "NetworkMisplaced")
+    assert get(chain, "jobset", job, "-n", namespace)["spec"]["suspend"] is True
+    assert pods(chain, namespace, job) == []
+
+
+def break_snapshot(chain: Chain, namespace: str, job: str, snapshot: dict[str, Any]) -> None:
+    """The snapshot edited to misplace two Networks: refused, then made with the break-glass."""
     patch = json.dumps({"data": {"runtime": tampered(snapshot, MISPLACED)}})
     target = ["configmap", snapshot_name(job), "-n", namespace]
     refused = chain.plane.kubectl("admin", "patch", *target, "--type=merge", "-p", patch)
@@ -191,26 +240,12 @@ def test_drift_is_stopped_at_the_runtime_the_snapshot_and_the_jobset(
         "MappingDivergesFromRecipe",
         webhook="snapshot.nicguard.dev",
     )
-
     glass = {"metadata": {"labels": {"nicguard.dev/break-glass": "true"}}}
     glass_patch = json.dumps(json.loads(patch) | glass)
     broken = chain.plane.kubectl(
         "admin", "patch", *target, "--type=merge", "-p", glass_patch, *AS_BREAK_GLASS
     )
     checked(broken, "the break-glass snapshot edit")
-
-    resume = json.dumps({"spec": {"suspend": False}})
-    checked(
-        chain.stack.kubectl(
-            "patch", "trainjob", job, "-n", namespace, "--type=merge", "-p", resume
-        ),
-        "resuming",
-    )
-    message = wait_failure_event(chain, namespace, job)
-    assert 'admission webhook "workloads.nicguard.dev" denied the request' in message, message
-    assert f"JobSet/{namespace}/{job}: [NetworkMisplaced]" in message, message
-    assert get(chain, "jobset", job, "-n", namespace)["spec"]["suspend"] is True
-    assert pods(chain, namespace, job) == []
 
 
 def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, namespace: str) -> None:
@@ -220,20 +255,19 @@ def test_break_glass_trainjob_runs_what_the_later_doors_admit(chain: Chain, name
     name, _ = bound_runtime(chain)
     reordered = trainjob(unique("job"), namespace, name)
     reordered["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
-    reordered["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(REORDERED)})
+    reordered["spec"] |= node_override(chain.trainer, {INTERFACES: interfaces(REORDERED)})
     checked(apply_breaking_glass(chain, reordered), "the break-glass TrainJob")
     for pod in wait_pods(chain, namespace, reordered["metadata"]["name"]):
         assert wiring(pod) == interfaces(REORDERED)
 
     misplaced = trainjob(unique("job"), namespace, name)
     misplaced["metadata"]["labels"] = {"nicguard.dev/break-glass": "true"}
-    misplaced["spec"] |= node_override(TRAINER_V2_3, {INTERFACES: interfaces(MISPLACED)})
+    misplaced["spec"] |= node_override(chain.trainer, {INTERFACES: interfaces(MISPLACED)})
     checked(apply_breaking_glass(chain, misplaced), "the misplaced break-glass TrainJob")
     job = misplaced["metadata"]["name"]
-    message = wait_failure_event(chain, namespace, job)
-    assert 'admission webhook "workloads.nicguard.dev" denied the request' in message, message
-    assert f"JobSet/{namespace}/{job}: [NetworkMisplaced]" in message, message
-    assert "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2)" in message, message
+    message = refused_jobset(chain, namespace, job, "NetworkMisplaced")
+    if chain.trainer.snapshots:
+        assert "eth1->gpu-nic-1 (the recipe places gpu-nic-1 on eth2)" in message, message
     assert pods(chain, namespace, job) == []
     assert chain.plane.kubectl("admin", "get", "jobset", job, "-n", namespace).returncode == 1
 
@@ -254,10 +288,16 @@ def dra_bound_runtime(namespace: str) -> dict[str, Any]:
     return obj
 
 
-def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace: str) -> None:
+def test_dra_bound_trainjob_reaches_pods_with_its_claims(
+    chain: Chain, served: Served, namespace: str
+) -> None:
     """(h) A runtime wired by DRA claim on ``resource.k8s.io/v1``: its claim template, runtime,
     TrainJob and snapshot admitted, the unwired JobSet, Job and Pods never sent, and the claims
-    reach every Pod."""
+    reach every Pod. Where the cluster does not serve v1 (before 1.34), the runtime and a
+    TrainJob on it are refused, saying so."""
+    if not served.dra_v1:
+        refused_without_dra_v1(chain, namespace)
+        return
     objects = [
         device_class(RDMA),
         device_class(NETDEV),
@@ -284,18 +324,38 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(chain: Chain, namespace
         "ResourceClaimTemplate": {"admin"},
         "TrainingRuntime": {"admin"},
         "TrainJob": {"alice"},
-        "ConfigMap": {TRAINER_SA},
+        **trainer_writes(chain),
     }
 
 
+def refused_without_dra_v1(chain: Chain, namespace: str) -> None:
+    """The DRA-bound runtime refused ``ResourceClaimTemplateNotFound``, saying the cluster does
+    not serve v1; made with the break-glass, a TrainJob on it is refused the same way and
+    nothing reaches Trainer."""
+    obj = dra_bound_runtime(namespace)
+    subject = f"TrainingRuntime/{namespace}/{obj['metadata']['name']}"
+    code = "ResourceClaimTemplateNotFound"
+    expect.denied(chain.stack.apply(obj, who="admin"), subject, code, NOT_SERVED)
+    obj["metadata"]["labels"]["nicguard.dev/break-glass"] = "true"
+    checked(apply_breaking_glass(chain, obj), "the break-glass DRA-bound runtime")
+    job = unique("job")
+    run = chain.stack.apply(trainjob(job, namespace, obj["metadata"]["name"], "TrainingRuntime"))
+    expect.denied(run, f"TrainJob/{namespace}/{job}", code, NOT_SERVED)
+    assert items(chain, "jobsets", "-n", namespace) == []
+
+
 def test_a_snapshot_left_short_by_a_recreated_template_is_reported_as_trainer_runs_it(
-    chain: Chain, namespace: str
+    chain: Chain, served: Served, namespace: str
 ) -> None:
     """(i) Trainer's snapshot of a DRA-bound TrainJob, edited to claim my-rdma while it requested
     every NIC: admitted. my-rdma deleted and created again with one NIC: the template door
     cannot know the copy without an API call, so the audit says it, on the ConfigMap (Event) and
     in ``nicguard audit``; its JobSet built again, Trainer builds the Pods from the copy,
-    claiming my-rdma."""
+    claiming my-rdma. Trainer v2.2 writes no copy (its Pods come from the runtime, judged at its
+    door); without ``resource.k8s.io/v1`` the runtime is refused, saying so."""
+    if not served.dra_v1:
+        refused_without_dra_v1(chain, namespace)
+        return
     objects = [
         device_class(RDMA),
         device_class(NETDEV),
@@ -311,11 +371,18 @@ def test_a_snapshot_left_short_by_a_recreated_template_is_reported_as_trainer_ru
     expect.allowed(chain.stack.apply(obj, who="admin"), "created")
     job = unique("job")
     suspended = trainjob(job, namespace, obj["metadata"]["name"], "TrainingRuntime")
+    if not chain.trainer.snapshots:
+        expect.allowed(chain.stack.apply(suspended), "created")
+        for found in wait_pods(chain, namespace, job):
+            assert found["spec"]["resourceClaims"] == [
+                {"name": "rdma", "resourceClaimTemplateName": "default-rdma"}
+            ]
+        assert snapshots(chain, namespace, job) == []
+        return
     suspended["spec"]["suspend"] = True
     expect.allowed(chain.stack.apply(suspended), "created")
-    selector = f"metadata.name={snapshot_name(job)}"
     snapshot = wait_until(
-        lambda: items(chain, "configmaps", "-n", namespace, "--field-selector", selector) or None,
+        lambda: snapshots(chain, namespace, job) or None,
         timeout=CHAIN_TIMEOUT,
         what=f"Trainer's snapshot of {job}",
         diagnose=chain.report,

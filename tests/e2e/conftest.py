@@ -1,8 +1,10 @@
 """Session fixtures of the e2e tier: one real control plane with nicguard for most tests.
 
 That plane serves the Kubeflow Trainer v2.3.0 CRDs and JobSet v0.12.0's. TrainJob tests run on
-a second one with the v2.1.0 CRDs as well: a module overrides ``stack`` with ``each_trainer``
-(see test_trainjobs.py).
+planes with the v2.2.1 and v2.1.0 CRDs as well: a module overrides ``stack`` with
+``each_trainer`` (see test_trainjobs.py). ``served`` says which Kubernetes minor the tier runs
+on and whether it serves ``resource.k8s.io/v1``: tests whose objects a minor lacks assert what
+nicguard does there instead (docs/compatibility.md).
 Binaries missing is a failure, never a skip (``make e2e`` builds them). Logs of etcd,
 kube-apiserver and nicguard stay in pytest's temp dir and are attached to failing tests.
 """
@@ -13,12 +15,17 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.harness.objects import TRAINER_V2_1, TRAINER_V2_3, Trainer, unique
+from tests.harness.controlplane import Served
+from tests.harness.objects import TRAINER_V2_1, TRAINER_V2_2, TRAINER_V2_3, Trainer, unique
 from tests.harness.stack import Stack, populate, running
 from tests.harness.state import create_namespace, recipe_ref as read_recipe_ref
 
 # The session stack of each Trainer release, by fixture name.
-TRAINER_STACKS = {TRAINER_V2_3: "trainer_v2_3_stack", TRAINER_V2_1: "trainer_v2_1_stack"}
+TRAINER_STACKS = {
+    TRAINER_V2_3: "trainer_v2_3_stack",
+    TRAINER_V2_2: "trainer_v2_2_stack",
+    TRAINER_V2_1: "trainer_v2_1_stack",
+}
 
 
 def populated(factory: pytest.TempPathFactory, trainer: Trainer) -> Iterator[Stack]:
@@ -36,6 +43,11 @@ def trainer_v2_3_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
 
 
 @pytest.fixture(scope="session")
+def trainer_v2_2_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from populated(tmp_path_factory, TRAINER_V2_2)
+
+
+@pytest.fixture(scope="session")
 def trainer_v2_1_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     yield from populated(tmp_path_factory, TRAINER_V2_1)
 
@@ -44,6 +56,12 @@ def trainer_v2_1_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
 def stack(trainer_v2_3_stack: Stack) -> Stack:
     """The default stack: Trainer v2.3.0 (``runtimePatches``)."""
     return trainer_v2_3_stack
+
+
+@pytest.fixture(scope="session")
+def served(trainer_v2_3_stack: Stack) -> Served:
+    """The minor the tier runs on, as its apiserver says (``/version``, discovery)."""
+    return trainer_v2_3_stack.plane.served()
 
 
 @pytest.fixture(params=list(TRAINER_STACKS), ids=lambda trainer: f"trainer-{trainer.version}")

@@ -1,5 +1,6 @@
 """The real controllers of a TrainJob's chain beside nicguard: Kubeflow Trainer, JobSet, the Job
 controller and the garbage collector, each a plain process on loopback as its own ServiceAccount.
+Trainer is the release ``$NICGUARD_TRAINER_VERSION`` names (v2.3.0, or v2.2.1: ``chain_trainer``).
 
 Binaries, CRDs, webhooks and RBAC are the modules' as published (``scripts/chain-bins.sh``); the
 only changes are those a cluster without Services or cert-manager needs: ``url:`` clientConfigs,
@@ -12,6 +13,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ import yaml
 from app.certificates.builder import authority, leaf, required_sans
 from app.certificates.pem import KeyPair
 from tests.harness.controlplane import ROOT, ControlPlane
-from tests.harness.objects import TRAINER_V2_3, as_list
+from tests.harness.objects import TRAINER_V2_1, TRAINER_V2_3, TRAINERS, Trainer, as_list
 from tests.harness.procs import Process, free_ports, http_status, wait_until
 from tests.harness.stack import Stack, populate
 from tests.harness.state import (
@@ -61,6 +63,20 @@ def chain_dir() -> Path:
     if run.returncode != 0:
         raise RuntimeError(f"{script} failed ({run.returncode}):\n{run.stderr[-4000:]}")
     return Path(run.stdout.strip())
+
+
+def chain_trainer(bins: Path) -> Trainer:
+    """The Trainer release the chain runs: ``$NICGUARD_TRAINER_VERSION``, the variable
+    ``scripts/chain-bins.sh`` builds by (v2.3.0), which must agree with the directory's name."""
+    version = os.environ.get("NICGUARD_TRAINER_VERSION") or TRAINER_V2_3.version
+    trainer = TRAINERS.get(version)
+    if trainer is None or trainer is TRAINER_V2_1:  # before runtimePatches: not supported
+        supported = sorted(set(TRAINERS) - {TRAINER_V2_1.version})
+        raise RuntimeError(f"the chain tier runs Trainer {' or '.join(supported)}, not {version}")
+    built = re.search(r"chain-trainer-(v[0-9.]+)-", bins.name)
+    if built is not None and built.group(1) != version:
+        raise RuntimeError(f"{bins} holds Trainer {built.group(1)}, not {version}")
+    return trainer
 
 
 def published(plane: ControlPlane, directory: Path) -> list[dict[str, Any]]:
@@ -227,6 +243,10 @@ class Chain:
     def plane(self) -> ControlPlane:
         return self.stack.plane
 
+    @property
+    def trainer(self) -> Trainer:
+        return self.stack.trainer
+
     def report(self) -> str:
         return "\n".join([self.stack.report(), *(c.report() for c in self.controllers)])
 
@@ -237,6 +257,7 @@ def running_chain(workdir: Path) -> Iterator[Chain]:
     and JobSet with their webhooks in effect, kube-controller-manager's ``job`` and
     ``garbagecollector`` controllers, ``examples/cluster`` applied."""
     bins = chain_dir()
+    trainer = chain_trainer(bins)
     plane = ControlPlane(workdir)
     nicguard = Nicguard(plane, workdir)
     ca = authority("chain-webhooks-ca", CERT_LIFETIME, datetime.now(UTC))
@@ -255,7 +276,7 @@ def running_chain(workdir: Path) -> Iterator[Chain]:
         plane.start_controller_manager("job", "garbagecollector")
         nicguard.start()
         register(plane, nicguard, config)
-        stack = Stack(plane, nicguard, config, workdir, TRAINER_V2_3)
+        stack = Stack(plane, nicguard, config, workdir, trainer)
         populate(stack)
         yield Chain(stack, tuple(controllers), bins)
     finally:

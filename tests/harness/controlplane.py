@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import secrets
 import ssl
 import subprocess
@@ -31,6 +32,10 @@ KUBECTL: Final = tool("kubectl")
 START_TIMEOUT: Final = 90.0
 KUBECTL_TIMEOUT: Final = 60.0
 NICGUARD_SA: Final = "system:serviceaccount:nicguard-system:nicguard"
+DRA_V1: Final = "resource.k8s.io/v1"
+DRA_V1_MINOR: Final = 34
+"""The first minor serving ``resource.k8s.io/v1`` (DRA GA, on by default); older ones serve none
+of ``resource.k8s.io`` unless an admin turns its beta versions on (``beta_dra``)."""
 
 # Metadata level for the Trainer resources nicguard judges: enough to carry auditAnnotations.
 AUDIT_POLICY: Final = """\
@@ -77,6 +82,32 @@ def identities() -> tuple[Identity, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What a running kube-apiserver says it is (``/version``) and whether discovery serves
+    ``resource.k8s.io/v1``: the tiers branch on this, never on the binaries' name."""
+
+    version: str  # gitVersion, e.g. v1.33.13
+    minor: int
+    dra_v1: bool
+
+    def __str__(self) -> str:
+        return f"kube-apiserver {self.version} ({DRA_V1} {'' if self.dra_v1 else 'not '}served)"
+
+
+def beta_dra_args(minor: int) -> list[str]:
+    """The flags with which an admin turns DRA's beta API on where ``minor`` has no v1: the gate
+    (beta, off by default on 1.32 and 1.33), then v1beta1 (1.32+) and v1beta2 (1.33+)."""
+    if minor >= DRA_V1_MINOR:
+        return []
+    versions = ["resource.k8s.io/v1beta1=true"]
+    versions += ["resource.k8s.io/v1beta2=true"] if minor >= 33 else []
+    return [
+        "--feature-gates=DynamicResourceAllocation=true",
+        f"--runtime-config={','.join(versions)}",
+    ]
+
+
 def binaries_dir() -> Path:
     """Where kube-apiserver and etcd are; fails (never skips) when they cannot be had."""
     explicit = os.environ.get("NICGUARD_K8S_BIN_DIR")
@@ -105,15 +136,20 @@ class ControlPlane:
         *,
         otlp_endpoint: str | None = None,
         etcd_fsync: bool = False,
+        beta_dra: bool = False,
     ) -> None:
         """``otlp_endpoint`` (``host:port``, off by default): export the spans of requests that
         carry a sampled ``traceparent`` there (``TRACING_CONFIG``). ``etcd_fsync``: etcd syncs
-        every write to disk, as a real one does (off: tests need no durability)."""
+        every write to disk, as a real one does (off: tests need no durability). ``beta_dra``:
+        on a minor without ``resource.k8s.io/v1``, serve DRA's beta versions (``beta_dra_args``),
+        as a cluster whose admin uses DRA there does."""
         self.workdir = workdir
         self.bin_dir = bin_dir or binaries_dir()
         self.users = {identity.name: identity for identity in identities()}
         self.processes: list[Process] = []  # etcd first, then the apiserver (stop() reverses)
         self.apiserver_args = list(apiserver_args)  # appended to the apiserver's own flags
+        if beta_dra:
+            self.apiserver_args[:0] = beta_dra_args(self.binary_minor())
         etcd_port, peer_port, self.port = free_ports(3)
         self.server = f"https://127.0.0.1:{self.port}"
         self.etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -183,6 +219,31 @@ class ControlPlane:
             words = (run.stdout.splitlines() or [""])[0].split()
             shown.append(f"{name} {words[-1] if words else '(unknown version)'}")
         return ", ".join(shown)
+
+    def binary_minor(self) -> int:
+        """The minor of the kube-apiserver binary (``--version``), known before it starts."""
+        run = subprocess.run(
+            [str(self.bin_dir / "kube-apiserver"), "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        found = re.search(r"\bv1\.(\d+)\.", run.stdout)
+        if found is None:
+            raise RuntimeError(f"kube-apiserver --version printed no version: {run.stdout!r}")
+        return int(found.group(1))
+
+    def served(self) -> Served:
+        """``/version`` and whether ``/apis/resource.k8s.io/v1`` answers (NotFound: not served)."""
+        run = self.kubectl("admin", "get", "--raw", "/version")
+        if run.returncode != 0:
+            raise RuntimeError(f"GET /version failed: {run.stderr}")
+        version = json.loads(run.stdout)
+        probe = self.kubectl("admin", "get", "--raw", f"/apis/{DRA_V1}")
+        if probe.returncode != 0 and "NotFound" not in probe.stderr:
+            raise RuntimeError(f"GET /apis/{DRA_V1} failed: {probe.stderr}")
+        minor = int(str(version["minor"]).rstrip("+"))
+        return Served(str(version["gitVersion"]), minor, dra_v1=probe.returncode == 0)
 
     def kubeconfig(self, identity: str) -> Path:
         return self.workdir / f"kubeconfig-{identity}"

@@ -43,14 +43,18 @@ PATCH_MANAGER: Final = "example.com/e2e"
 
 @dataclass(frozen=True, slots=True)
 class Trainer:
-    """A Kubeflow Trainer release: its CRDs (``tests/e2e/crds/trainer-<version>``), its override."""
+    """A Kubeflow Trainer release: its CRDs (``tests/e2e/crds/trainer-<version>``), its override,
+    and whether its controller copies the runtime into a snapshot ConfigMap (v2.3+, SPEC §14)."""
 
     version: str
     override_field: str
+    snapshots: bool = False
 
 
-TRAINER_V2_3: Final = Trainer("v2.3.0", RUNTIME_PATCHES)
+TRAINER_V2_3: Final = Trainer("v2.3.0", RUNTIME_PATCHES, snapshots=True)
+TRAINER_V2_2: Final = Trainer("v2.2.1", RUNTIME_PATCHES)
 TRAINER_V2_1: Final = Trainer("v2.1.0", POD_TEMPLATE_OVERRIDES)
+TRAINERS: Final = {t.version: t for t in (TRAINER_V2_3, TRAINER_V2_2, TRAINER_V2_1)}
 
 
 def unique(prefix: str) -> str:

@@ -91,13 +91,14 @@ def running(
     report_apis: Sequence[str] = (),
     otlp_endpoint: str | None = None,
     jobset: bool = False,
+    beta_dra: bool = False,
 ) -> Iterator[Stack]:
     """Everything up, the webhook in effect; with ``network_api=False`` no Network CRD, with
     ``jobset`` JobSet's;
     ``nicguard_args`` are added to ``nicguard serve``'s command line; ``report_apis`` (of
     ``state.REPORT_APIS``) are the policy report CRDs served before nicguard starts;
-    ``otlp_endpoint``: see ``ControlPlane`` (off by default)."""
-    plane = ControlPlane(workdir, otlp_endpoint=otlp_endpoint)
+    ``otlp_endpoint``, ``beta_dra``: see ``ControlPlane`` (off by default)."""
+    plane = ControlPlane(workdir, otlp_endpoint=otlp_endpoint, beta_dra=beta_dra)
     nicguard = Nicguard(plane, workdir, args=nicguard_args)
     try:
         plane.start()
