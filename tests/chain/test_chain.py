@@ -298,13 +298,7 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(
     if not served.dra_v1:
         refused_without_dra_v1(chain, namespace)
         return
-    objects = [
-        device_class(RDMA),
-        device_class(NETDEV),
-        claim_template(namespace, "default-rdma", allocationMode="All"),
-    ]
-    applied = chain.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects))
-    checked(applied, "the DeviceClasses and the ResourceClaimTemplate")
+    claiming_every_nic(chain, namespace, "default-rdma")
     obj = dra_bound_runtime(namespace)
     pod = obj["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     chain.stack.judged(obj, "", who="admin")  # nicguard's cache holds the template
@@ -326,6 +320,14 @@ def test_dra_bound_trainjob_reaches_pods_with_its_claims(
         "TrainJob": {"alice"},
         **trainer_writes(chain),
     }
+
+
+def claiming_every_nic(chain: Chain, namespace: str, *templates: str) -> None:
+    """GKE's DeviceClasses, and ``templates`` in ``namespace`` each claiming every RDMA NIC."""
+    objects = [device_class(RDMA), device_class(NETDEV)]
+    objects += [claim_template(namespace, name, allocationMode="All") for name in templates]
+    applied = chain.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects))
+    checked(applied, "the DeviceClasses and the ResourceClaimTemplates")
 
 
 def refused_without_dra_v1(chain: Chain, namespace: str) -> None:
@@ -356,16 +358,7 @@ def test_a_snapshot_left_short_by_a_recreated_template_is_reported_as_trainer_ru
     if not served.dra_v1:
         refused_without_dra_v1(chain, namespace)
         return
-    objects = [
-        device_class(RDMA),
-        device_class(NETDEV),
-        claim_template(namespace, "default-rdma", allocationMode="All"),
-        claim_template(namespace, "my-rdma", allocationMode="All"),
-    ]
-    checked(
-        chain.plane.kubectl("admin", "apply", "-f", "-", input=as_list(objects)),
-        "the DeviceClasses and the ResourceClaimTemplates",
-    )
+    claiming_every_nic(chain, namespace, "default-rdma", "my-rdma")
     obj = dra_bound_runtime(namespace)
     chain.stack.judged(obj, "", who="admin")  # nicguard's cache holds the templates
     expect.allowed(chain.stack.apply(obj, who="admin"), "created")
