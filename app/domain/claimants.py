@@ -17,7 +17,7 @@ from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import RuntimeSnapshot
 from app.domain.snapshot import judge_snapshot
 from app.domain.template import PodTemplate, wired_templates
-from app.domain.verdict import Code, Verdict, Violation
+from app.domain.verdict import Code, Verdict
 from app.domain.workloads import describe_workload, judge_workload, workload_templates
 
 CLAIM_CODES: Final = frozenset(
@@ -78,12 +78,6 @@ def _names(templates: Iterable[PodTemplate]) -> frozenset[str]:
         for entry in pod_claims(template.resource_claims, template.path).entries
         if entry.template
     )
-
-
-def claim_findings(verdict: Verdict) -> tuple[Violation, ...]:
-    """What a claimant's verdict says of the templates it names, enforced or let through."""
-    found = (*verdict.violations, *verdict.waived, *verdict.warned)
-    return tuple(v for v in found if v.code in CLAIM_CODES)
 
 
 def judge_claimant(claimant: Claimant, view: ClusterView, policy: Policy) -> Verdict:

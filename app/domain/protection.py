@@ -16,7 +16,7 @@ from app.domain.rules.protect import (
     recipe_deletion,
     recipe_write,
 )
-from app.domain.template_conflicts import claimant_conflicts, template_conflicts
+from app.domain.template_conflicts import template_conflicts
 from app.domain.verdict import Verdict, VerdictBuilder
 
 
@@ -34,7 +34,6 @@ def judge_protected(kind: Protected, review: Review, view: ClusterView, policy: 
         # A CREATE always carries its object.
         claim_template_creation(review.obj or {}, review.namespace, view, policy, out)
         template_conflicts(review.obj or {}, review.namespace, view, policy, out)
-        claimant_conflicts(review.obj or {}, review.namespace, view, policy, out)
     elif review.operation is Operation.DELETE:
         recipe_deletion(view, policy, out)
     elif review.written_recipe is not None:

@@ -6,16 +6,12 @@ DRA-bound TrainJob left short of its NICs. Order does not decide the verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Final
 
-from app.domain.claimants import claim_findings, judge_claimant
-from app.domain.claims import (
-    CLAIM_TEMPLATE_KIND,
-    RDMA_CLASS,
-    RESOURCE_API,
-    ClaimTemplate,
-    claim_template_of,
-)
+from app.domain.claimants import CLAIM_CODES, judge_claimant
+from app.domain.claims import CLAIM_TEMPLATE_KIND, RDMA_CLASS, RESOURCE_API, claim_template_of
 from app.domain.cluster import ClusterView, Unverifiable, WithClaimTemplate, runtime_name
 from app.domain.fields import JsonMap
 from app.domain.judge import judge_runtime
@@ -27,80 +23,60 @@ from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation, shown
 def template_conflicts(
     obj: JsonMap, namespace: str, view: ClusterView, policy: Policy, out: VerdictBuilder
 ) -> None:
-    """WiringModeConflict for each cached runtime whose pods would run in the template's
-    namespace (a TrainingRuntime of it, any ClusterTrainingRuntime), name the template, and
-    conflict once it exists: judged with and without it, only what it adds counts."""
-    template = claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
-    requests = () if template is None else template.requesting(RDMA_CLASS)
-    runtimes = view.runtimes()
-    if template is None or not requests or isinstance(runtimes, Unverifiable):
-        return  # no RDMA claim, no conflict; runtimes unreadable: claim_template_creation says so
-    where = namespace or template.namespace
-    placed = WithClaimTemplate(view, replace(template, namespace=where))
-    field = mismatch_field(obj, requests[0].name, ())
-    described = shown(f"{CLAIM_TEMPLATE_KIND} {where}/{template.name}")
-    for key, runtime in runtimes:
-        held_in = key[1]
-        if (held_in and held_in != where) or not named_together(runtime, template.name):
-            continue
-        after = _conflicts(judge_runtime(key[0], runtime, placed, policy, pods_in=where).verdict)
-        if not after:  # the common case: judged once
-            continue
-        before = _conflicts(judge_runtime(key[0], runtime, view, policy, pods_in=where).verdict)
-        added = [v for v in after if v not in before]
-        if added:
-            out.judge(
-                Violation(
-                    code=Code.WIRING_MODE_CONFLICT,
-                    field=field,
-                    message=f"{described} requests {RDMA_CLASS} devices, and "
-                    f"{runtime_name(key)}, which names it, would then be wired both ways: "
-                    f"{added[0].message}",
-                ),
-                enforce=policy.protect is Protect.DENY,
-            )
-
-
-def _conflicts(verdict: Verdict) -> list[Violation]:
-    """What a runtime's verdict says of conflicts, enforced or let through as warnings."""
-    found = (*verdict.violations, *verdict.waived, *verdict.warned)
-    return [v for v in found if v.code is Code.WIRING_MODE_CONFLICT]
-
-
-def claimant_conflicts(
-    obj: JsonMap, namespace: str, view: ClusterView, policy: Policy, out: VerdictBuilder
-) -> None:
-    """For each claimant of the view in the template's namespace that names it: what it would
-    newly be found with the template (WiringModeConflict; a DRA-bound snapshot's shortfall),
-    judged with and without it."""
+    """What the template adds to the verdicts of the wired objects of its namespace that name
+    it, each judged with and without it: WiringModeConflict for a cached runtime whose pods would
+    run there (a TrainingRuntime of it, any ClusterTrainingRuntime), any finding that depends on
+    the templates for a claimant the view knows. ``protect`` decides what a finding does."""
     template = claim_template_of({**obj, "apiVersion": RESOURCE_API, "kind": CLAIM_TEMPLATE_KIND})
     if template is None:
         return
     where = namespace or template.namespace
     placed = WithClaimTemplate(view, replace(template, namespace=where))
     described = shown(f"{CLAIM_TEMPLATE_KIND} {where}/{template.name}")
+    requests = template.requesting(RDMA_CLASS)
+    enforce = policy.protect is Protect.DENY
+    runtimes = view.runtimes()
+    # No RDMA claim, no conflict; runtimes unreadable: claim_template_creation says so.
+    if requests and not isinstance(runtimes, Unverifiable):
+        field = mismatch_field(obj, requests[0].name, ())
+        for key, runtime in runtimes:
+            held_in = key[1]
+            if (held_in and held_in != where) or not named_together(runtime, template.name):
+                continue
+            judged = (
+                judge_runtime(key[0], runtime, seen, policy, pods_in=where).verdict
+                for seen in (placed, view)
+            )
+            added = _added(judged, _CONFLICT)
+            if added:
+                message = (
+                    f"{described} requests {RDMA_CLASS} devices, and {runtime_name(key)}, which "
+                    f"names it, would then be wired both ways: {added[0].message}"
+                )
+                out.judge(
+                    Violation(code=Code.WIRING_MODE_CONFLICT, field=field, message=message),
+                    enforce=enforce,
+                )
+    narrowed = requests[0].narrowed if requests else ()
+    field = mismatch_field(obj, requests[0].name, narrowed) if requests else REQUESTS
     for claimant in view.claimants():
         if claimant.namespace != where or template.name not in claimant.names:
             continue
-        after = claim_findings(judge_claimant(claimant, placed, policy))
-        if not after:
-            continue
-        before = claim_findings(judge_claimant(claimant, view, policy))
-        added = [v for v in after if v not in before]
+        added = _added(judge_claimant(claimant, seen, policy) for seen in (placed, view))
         if added:
-            out.judge(
-                Violation(
-                    code=added[0].code,
-                    field=_field(obj, template),
-                    message=f"{described} would be used by {claimant.described}: "
-                    f"{added[0].message.removeprefix(f'{claimant.described}: ')}",
-                ),
-                enforce=policy.protect is Protect.DENY,
-            )
+            lead = f"{claimant.described}: "
+            message = f"{described} would be used by {lead}{added[0].message.removeprefix(lead)}"
+            out.judge(Violation(code=added[0].code, field=field, message=message), enforce=enforce)
 
 
-def _field(obj: JsonMap, template: ClaimTemplate) -> str:
-    requests = template.requesting(RDMA_CLASS)
-    if not requests:
-        return REQUESTS
-    return mismatch_field(obj, requests[0].name, requests[0].narrowed)
+_CONFLICT: Final = frozenset({Code.WIRING_MODE_CONFLICT})
+
+
+def _added(verdicts: Iterator[Verdict], codes: frozenset[Code] = CLAIM_CODES) -> list[Violation]:
+    """What the first verdict (with the template) finds of ``codes`` and the second (without
+    it) does not; the second is never judged when the first finds none (the common case)."""
+    after = [v for v in next(verdicts).found if v.code in codes]
+    if not after:
+        return []
+    before = next(verdicts).found
+    return [v for v in after if v not in before]

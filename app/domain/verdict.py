@@ -123,6 +123,11 @@ class Verdict:
         return Decision.WARNED if self.warned else Decision.ALLOWED
 
     @property
+    def found(self) -> tuple[Violation, ...]:
+        """Every finding, enforced or let through: violations, waived and warned."""
+        return (*self.violations, *self.waived, *self.warned)
+
+    @property
     def denying(self) -> tuple[Violation, ...]:
         """The violations that denied, or that would have under ``enforcement=warn``."""
         return self.violations or self.warned

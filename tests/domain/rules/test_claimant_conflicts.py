@@ -8,15 +8,16 @@ from typing import Final
 
 import pytest
 
-from app.domain.claimant_audit import ClaimantBook, claimant_key, claimant_reference
-from app.domain.claimants import (
-    Claimant,
-    claim_findings,
-    snapshot_claimant,
-    workload_claimant,
+from app.domain.claimant_audit import (
+    ClaimantBook,
+    claimant_key,
+    claimant_reference,
+    claimant_standing,
 )
+from app.domain.claimants import Claimant, judge_claimant, snapshot_claimant, workload_claimant
 from app.domain.claims import claim_template_of
 from app.domain.cluster import WithClaimTemplate, WithRuntime, runtime_key
+from app.domain.drift import PASSING
 from app.domain.evaluate import evaluate
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind, Protected, Workload
@@ -186,27 +187,16 @@ def test_only_objects_that_name_templates_are_claimants() -> None:
     assert (found.namespace, found.names) == ("team-a", frozenset({"my-rdma"}))
 
 
-def _pod_review() -> Review:
-    obj = claiming_pod(by_template("my-rdma"))
-    return Review(operation=Operation.CREATE, kind=Workload.POD, namespace="team-a", obj=obj)
-
-
-def test_claim_findings_are_those_that_depend_on_the_templates() -> None:
-    verdict = evaluate(
-        _pod_review(),
-        snapshot(claim_template("my-rdma", namespace="team-a"), networks=()),
-        Policy(),
-    )
-    # The Networks do not exist: NetworkNotFound is the Pod's own, no claim finding.
+def test_a_claimants_standing_holds_only_what_depends_on_the_templates() -> None:
+    (pod,) = claimants_of(claiming_pod(by_template("my-rdma")))
+    template = claim_template("my-rdma", namespace="team-a")
+    # The Networks do not exist: NetworkNotFound is the Pod's own door's, no claim finding.
+    verdict = judge_claimant(pod, snapshot(template, networks=()), Policy())
     assert "NetworkNotFound" in codes(verdict)
-    assert claim_findings(verdict) == ()
-    conflicted = evaluate(
-        _pod_review(),
-        snapshot(claim_template("my-rdma", namespace="team-a")),
-        Policy(),
-    )
-    assert [v.code.value for v in claim_findings(conflicted)] == ["WiringModeConflict"]
-    assert RDMA in conflicted.violations[0].message
+    assert claimant_standing(pod, snapshot(template, networks=()), Policy()) == PASSING
+    conflicted = claimant_standing(pod, snapshot(template), Policy())
+    assert [v.code.value for v in conflicted.findings] == ["WiringModeConflict"]
+    assert RDMA in conflicted.findings[0].message
 
 
 def test_views_that_add_an_object_keep_the_claimants() -> None:
