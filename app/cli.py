@@ -23,9 +23,9 @@ from app.config import (
     settings_from,
     webhook_configuration_of,
 )
+from app.domain.claims import DEFAULT_NAMESPACE
 from app.files.state import StateFileError
 from app.kube.credentials import ClientConfigError
-from app.kubeyaml.claimants import DEFAULT_NAMESPACE
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_INPUT = 0, 1, 2
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
-from app.domain.claimants import snapshot_claimant
+from app.domain.claimants import snapshot_claimant, workload_claimant
 from app.domain.claims import (
     CLAIM_TEMPLATE_KIND,
+    DEFAULT_NAMESPACE,
     RESOURCE_API,
     claim_template_of,
     is_claim_template,
@@ -31,7 +32,7 @@ from app.domain.review import Operation, Review
 from app.domain.verdict import Verdict, shown
 from app.domain.workloads import workload_templates
 from app.files.state import SourcedObject, load_objects, state_snapshot
-from app.kubeyaml.claimants import DEFAULT_NAMESPACE, claimant_in, copy_review
+from app.kubeyaml.claimants import copy_review
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,11 @@ def check_files(
     # whichever comes first in the FILEs (the cluster judges them so, in either order).
     placed = [_placed(o.obj, namespace) for o in templates]
     claimed = [claim_template_of(obj) for obj in placed]
-    named = (claimant_in(o.obj, namespace) for o, kind in subjects if isinstance(kind, Workload))
+    named = (
+        workload_claimant(kind, o.obj, _namespace(o.obj, kind, namespace))
+        for o, kind in subjects
+        if isinstance(kind, Workload)
+    )
     named_by_copies = (snapshot_claimant(c.obj, c.snapshot) for c in copies if c.obj and c.snapshot)
     base = with_claimants(
         with_runtimes(snapshot, dict(_runtime_entries(subjects, namespace))),

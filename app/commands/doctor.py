@@ -39,7 +39,6 @@ from app.domain.policy import Policy
 
 CONFIGURATION: Final = "nicguard"
 DEPLOYMENT: Final = "nicguard"
-DEFAULT_NAMESPACE: Final = "default"
 # Where nicguard runs when its webhook points at a URL rather than a Service.
 INSTALL_NAMESPACE: Final = "nicguard-system"
 POD_DOOR: Final = "pods.nicguard.dev"

@@ -6,9 +6,7 @@ overlaid by its patches (app/domain/trainjob.py)."""
 
 from __future__ import annotations
 
-from typing import Final
-
-from app.domain.claims import NO_CLAIMS, PodClaims, pod_claims
+from app.domain.claims import DEFAULT_NAMESPACE, NO_CLAIMS, PodClaims, pod_claims
 from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Kind
@@ -24,8 +22,6 @@ from app.domain.template import PodTemplate, PodTemplateMissing, job_templates
 from app.domain.value_type import value_type
 from app.domain.verdict import Code, Verdict, VerdictBuilder, Violation
 from app.domain.wiring import Wiring, template_wiring
-
-DEFAULT_NAMESPACE: Final = "default"
 
 
 @value_type

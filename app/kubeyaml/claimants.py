@@ -1,16 +1,16 @@
-"""The claimants among objects read from files (docs/dra.md): a runtime snapshot ConfigMap,
-read as Trainer reads its copy, or a wired JobSet, Job or Pod that names ResourceClaimTemplates."""
+"""The claimants among objects as read from files or a cluster's lists (docs/dra.md): a runtime
+snapshot ConfigMap, read as Trainer reads its copy, or a wired JobSet, Job or Pod that names
+ResourceClaimTemplates."""
 
 from __future__ import annotations
 
 from app.domain.claimants import Claimant, snapshot_claimant, workload_claimant
+from app.domain.claims import DEFAULT_NAMESPACE
 from app.domain.fields import JsonMap, map_at, str_at
 from app.domain.kinds import Copy, workload_kind
 from app.domain.review import Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.kubeyaml import load_snapshot_yaml
-
-DEFAULT_NAMESPACE = "default"
 
 
 def claimant_in(obj: JsonMap, default: str = DEFAULT_NAMESPACE) -> Claimant | None:
