@@ -102,9 +102,7 @@ class ClaimantSweep(WokenLoop):
 
     def _sweep(self) -> bool:
         view = self._snapshot()
-        if isinstance(complete(view), Unverifiable) or isinstance(
-            view.claim_templates(), Unverifiable
-        ):
+        if isinstance(complete(view), Unverifiable):
             return False  # a partial view would say partial things: try again later
         with self._wake:
             everything, namespaces = self._everything, sorted(self._namespaces)

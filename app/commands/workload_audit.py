@@ -24,7 +24,8 @@ from app.kubeyaml.claimants import copy_owner, copy_review
 
 @dataclass(frozen=True, slots=True)
 class WorkloadResult:
-    """One wired JobSet, Job or Pod's standing, ``heading`` naming it and its controller."""
+    """One wired JobSet's, Job's or Pod's standing, ``heading`` naming it and its controller; or
+    a runtime snapshot ConfigMap's, ``heading`` naming its TrainJob and the runtime copied."""
 
     api_version: str
     kind: str
