@@ -45,9 +45,7 @@ def recipe_divergence(
     recorded, recorder = expected.mapping, expected.recorder
     if secondaries == recorded:
         return None
-    pairs = zip(secondaries, recorded, strict=False)
-    shorter = min(len(secondaries), len(recorded))
-    position = next((i for i, (mine, theirs) in enumerate(pairs) if mine != theirs), shorter)
+    position = _first_difference(secondaries, recorded)
     slot = f"eth{position + 1}"
     if position >= len(secondaries):
         detail = (
@@ -66,7 +64,7 @@ def recipe_divergence(
             f"at position {slot} the object maps {secondaries[position].pair()} "
             f"but the {recorder} records {recorded[position].pair()}"
         )
-        if _multiset(secondaries) == _multiset(recorded):
+        if _same_entries(secondaries[position:], recorded[position:]):
             detail += "; the same pairs appear in a different order (order is part of the contract)"
     # Past the end of the object's list, point at the annotation itself.
     field = (
@@ -75,6 +73,28 @@ def recipe_divergence(
     return Violation(
         code=expected.code, field=field, message=f"{detail} ({recorder} {expected.ref})"
     )
+
+
+def _first_difference(mine: tuple[InterfaceRef, ...], theirs: tuple[InterfaceRef, ...]) -> int:
+    """The first position where the lists differ (the shorter one's length when one is the
+    other's start). Equal entries are mostly one object (``interface_ref``): identity first."""
+    position = 0
+    for entry, other in zip(mine, theirs, strict=False):
+        if entry is not other and entry != other:
+            return position
+        position += 1
+    return position
+
+
+def _same_entries(mine: tuple[InterfaceRef, ...], theirs: tuple[InterfaceRef, ...]) -> bool:
+    """Whether both lists hold the same entries, each as often, in any order. Equal entries
+    are mostly one object: the same objects answer it; equal ones that are not (an entry
+    interned again after it was let go) are counted."""
+    if len(mine) != len(theirs):
+        return False
+    if sorted(map(id, mine)) == sorted(map(id, theirs)):
+        return True
+    return _multiset(mine) == _multiset(theirs)
 
 
 def _multiset(entries: tuple[InterfaceRef, ...]) -> dict[tuple[str, str | None, str | None], int]:

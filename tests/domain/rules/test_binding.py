@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from collections import Counter
 
-from app.domain.annotation import InterfaceRef
+import pytest
+from hypothesis import given, strategies as st
+
+from app.domain.annotation import InterfaceRef, interface_ref
 from app.domain.rules.binding import recipe_divergence, recipe_expected
 from app.domain.template import NODE_JOB, PodTemplate, job_template
 from app.domain.verdict import Code
@@ -102,3 +105,44 @@ def test_a_divergence_names_the_first_differing_position_and_both_values(
         assert fragment in violation.message
     assert ("the same pairs appear in a different order" in violation.message) is reordered
     assert violation.message.endswith("(recipe ns/r@1)")
+
+
+_PAIRS = st.tuples(
+    st.sampled_from(["eth1", "eth2", "eth3"]), st.sampled_from(["gpu-nic-0", "gpu-nic-1"])
+)
+
+
+@st.composite
+def _mappings(draw: st.DrawFn) -> tuple[list[InterfaceRef], list[InterfaceRef]]:
+    """A recorded mapping and an object's: often the same pairs reordered; each entry either
+    the interned object or an equal copy."""
+    theirs = draw(st.lists(_PAIRS, min_size=1, max_size=6))
+    mine = draw(st.one_of(st.permutations(theirs), st.lists(_PAIRS, min_size=1, max_size=6)))
+
+    def entries(pairs: list[Pair]) -> list[InterfaceRef]:
+        made = draw(st.lists(st.booleans(), min_size=len(pairs), max_size=len(pairs)))
+        return [
+            (interface_ref if m else InterfaceRef)(*p) for m, p in zip(made, pairs, strict=True)
+        ]
+
+    return entries(list(mine)), entries(theirs)
+
+
+@given(_mappings())
+def test_the_position_and_the_order_note_are_read_by_equality_not_identity(
+    mappings: tuple[list[InterfaceRef], list[InterfaceRef]],
+) -> None:
+    """Entries are compared as values, whether they are one interned object or equal copies."""
+    mine, theirs = mappings
+    violation = recipe_divergence(_wiring(), tuple(mine), recipe_expected(tuple(theirs), "ns/r@1"))
+    if mine == theirs:
+        assert violation is None
+        return
+    assert violation is not None
+    position = next(
+        (i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+        min(len(mine), len(theirs)),
+    )
+    assert f"position eth{position + 1}" in violation.message
+    reordered = position < min(len(mine), len(theirs)) and Counter(mine) == Counter(theirs)
+    assert ("the same pairs appear in a different order" in violation.message) is reordered
