@@ -144,9 +144,10 @@ class Verdict:
     def undecided(self) -> bool:
         """Denied only because nicguard cannot decide (ClusterStateUnavailable): the webhook
         answers 503 rather than 403."""
-        return bool(self.violations) and all(
-            v.code is Code.CLUSTER_STATE_UNAVAILABLE for v in self.violations
-        )
+        for violation in self.violations:
+            if violation.code is not Code.CLUSTER_STATE_UNAVAILABLE:
+                return False
+        return bool(self.violations)
 
 
 @dataclass(slots=True)

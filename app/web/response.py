@@ -74,11 +74,12 @@ def bounded_causes(verdict: Verdict) -> list[dict[str, str]]:
     violations = verdict.violations
     # Beyond the first 20 violations, what is left is only counted.
     listed = violations if len(violations) <= CAUSES_MAX else violations[:CAUSES_MAX]
-    causes = [
-        (v.code.value, field, message)
-        for v in listed
-        for field, message in (v.causes or ((v.field, v.message),))
-    ]
+    causes: list[tuple[str, str, str]] = []
+    for v in listed:
+        if v.causes:
+            causes += [(v.code, field, message) for field, message in v.causes]
+        else:
+            causes.append((v.code, v.field, v.message))
     total = len(causes) if listed is violations else sum(len(v.causes) or 1 for v in violations)
     if total > CAUSES_MAX:
         more = total - CAUSES_MAX + 1
