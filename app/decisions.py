@@ -92,7 +92,7 @@ def record_decision(
         "resource_name": texts[4],
         "request_username": texts[5],
         "allowed": verdict.allowed,
-        "decision": verdict.decision.value,
+        "decision": verdict.decision,  # a Decision is its value, a str
         # What denied, or would have under enforcement=warn (decision "warned"); each once.
         "violation_codes": codes_once(denying) if denying else [],
         "grandfathered_codes": codes_once(grandfathered) if grandfathered else [],

@@ -39,4 +39,5 @@ def shown_field(text: str, max_bytes: int) -> str:
 
 def codes_once(violations: Iterable[Violation]) -> list[str]:
     """Each violation code once, in order of first appearance."""
-    return list(dict.fromkeys(v.code.value for v in violations))
+    codes: list[str] = [v.code for v in violations]  # a Code is its value, a str
+    return codes if len(codes) == 1 else list(dict.fromkeys(codes))

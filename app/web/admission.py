@@ -350,11 +350,11 @@ class _Validate:
         verdict = _evaluate(admission, assessment, view, self._policy)
         seconds = time.perf_counter() - started
         review = admission.review
-        operation = review.operation.value
+        operation = review.operation  # an Operation is its value, a str
         self._metrics.observe(
             verdict=verdict,
             # A label from a closed set: the raw kind is client input (unbounded, maybe not UTF-8).
-            kind=review.kind.value if review.kind else "other",
+            kind=review.kind or "other",
             operation=operation,
             dry_run=admission.dry_run,
             seconds=seconds,

@@ -142,7 +142,7 @@ def audit_annotations(verdict: Verdict) -> dict[str, str]:
     ``grandfathered``: the codes UPDATE grandfathering downgraded, absent when none."""
     denying = verdict.denying
     annotations = {
-        "decision": verdict.decision.value,
+        "decision": verdict.decision,  # a Decision is its value, a str
         "violations": cut(",".join(codes_once(denying)), ANNOTATION_MAX_BYTES) if denying else "",
     }
     if verdict.grandfathered:
