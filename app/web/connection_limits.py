@@ -467,6 +467,11 @@ class _OneWrite:
         self.flush()
         self._transport.close()
 
+    def is_closing(self) -> bool:
+        # Asked twice per request (uvicorn's and our on_response_complete): not through
+        # __getattr__, which a failed attribute lookup reaches only after building its error.
+        return self._transport.is_closing()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
