@@ -107,8 +107,18 @@ class JsonStreamHandler(logging.StreamHandler[TextIO]):
                 now // 1_000_000_000, now // 1_000_000 % 1000, level, message, logger.name
             )
             line.update(fields)
-            self.stream.write(encode_line(line) + self.terminator)
-            self.stream.flush()
+            encoded = _orjson_line(line)
+            # The stream's own bytes when it has them (stdout does), and the line is ASCII: not
+            # decoded to be encoded again. The text layer holds nothing of this handler's: it
+            # flushes every line it writes.
+            binary = getattr(self.stream, "buffer", None)
+            if encoded is not None and binary is not None:
+                binary.write(encoded + b"\n")
+                binary.flush()
+            else:
+                text = encoded.decode() if encoded is not None else _json_line(line)
+                self.stream.write(text + self.terminator)
+                self.stream.flush()
         except Exception:  # as emit(): reported on stderr, never raised to the caller
             self.handleError(_record(logger, level, message, fields))
         finally:
@@ -167,12 +177,20 @@ def encode_line(line: dict[str, object]) -> str:
     ASCII (json escapes the rest): the same bytes for strings, integers, booleans, lists and maps.
     Floats in exponent notation (``1e-7``, not ``1e-07``), NaN and infinities (``null``) and enums
     that are not ``str`` (their value) are written as orjson writes them."""
+    encoded = _orjson_line(line)
+    return _json_line(line) if encoded is None else encoded.decode()
+
+
+def _orjson_line(line: dict[str, object]) -> bytes | None:
+    """``encode_line``'s text as ASCII bytes, when orjson writes it; else None."""
     try:
         encoded = orjson.dumps(line, default=str, option=_ORJSON_OPTIONS)
-        if encoded.isascii() and b"\x7f" not in encoded:
-            return encoded.decode()
     except TypeError:
-        pass
+        return None
+    return encoded if encoded.isascii() and b"\x7f" not in encoded else None
+
+
+def _json_line(line: dict[str, object]) -> str:
     return json.dumps(line, default=str, separators=(",", ":"))
 
 

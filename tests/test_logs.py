@@ -121,6 +121,24 @@ def test_an_event_on_the_sole_json_handler_is_the_line_its_record_would_be() -> 
     assert '"text":"\\u00e9"' in stream.getvalue().splitlines()[0]  # escaped as json does
 
 
+def test_on_a_stream_with_bytes_a_direct_line_is_its_records_line_in_order() -> None:
+    """stdout has a binary buffer: an ASCII line is written to it as bytes, the same line as
+    the record's, in order with the lines written as text around it."""
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8")
+    ascii_fields = {k: v for k, v in FIELDS.items() if k != "text"}
+    with on_root(JsonStreamHandler(stream)):
+        EVENTS.info("first", extra=dict(ascii_fields))
+        log_event(EVENTS, logging.INFO, "first", dict(ascii_fields))  # as bytes
+        log_event(EVENTS, logging.INFO, "third", dict(FIELDS))  # not ASCII: as text
+        EVENTS.info("fourth", extra=dict(FIELDS))
+        log_event(EVENTS, logging.INFO, "fifth", dict(ascii_fields))
+    lines = without_time(raw.getvalue().decode())
+    assert [line["message"] for line in lines] == ["first", "first", "third", "fourth", "fifth"]
+    assert lines[0] == lines[1]
+    assert lines[2] == {**lines[3], "message": "third"}
+
+
 class Counting(JsonStreamHandler):
     def __init__(self, stream: io.StringIO) -> None:
         super().__init__(stream)
