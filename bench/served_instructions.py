@@ -32,7 +32,7 @@ from app.certificates.certdir import ensure_cert_dir
 from bench.run import free_port, stop
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-REVIEWS: Final = ("good-runtime", "served-pod")
+REVIEWS: Final = ("good-runtime", "served-pod", "drifted-runtime")
 SERVERS: Final = ("nicguard", "echo")
 WARM_UP: Final = 60  # requests per connection before the window
 IDLE_SECONDS: Final = 10.0  # a window without requests: what timers alone cost per second
