@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from app.domain.bounds import codes_once, cut, escaped, shown_field, size
-from app.domain.verdict import Verdict
+from app.domain.verdict import Verdict, Violation
 from app.web.request import API_VERSION, KIND, AdmissionRequest
 
 MESSAGE_MAX_BYTES: Final = 1024
@@ -45,13 +45,22 @@ def review_response(admission: AdmissionRequest, verdict: Verdict) -> dict[str, 
 
 
 def subject(admission: AdmissionRequest) -> str:
+    return shown_field(_where(admission), CAUSE_MESSAGE_MAX_BYTES)
+
+
+def _where(admission: AdmissionRequest) -> str:
     namespace = admission.review.namespace
-    where = f"{admission.kind}/{namespace + '/' if namespace else ''}{admission.name}"
-    return shown_field(where, CAUSE_MESSAGE_MAX_BYTES)
+    return f"{admission.kind}/{namespace + '/' if namespace else ''}{admission.name}"
 
 
 def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, object]:
     code = SERVICE_UNAVAILABLE if verdict.undecided else FORBIDDEN
+    status = _status_as_is(admission, verdict.violations, code)
+    return status if status is not None else bounded_status(admission, verdict, code)
+
+
+def bounded_status(admission: AdmissionRequest, verdict: Verdict, code: int) -> dict[str, object]:
+    """A denial's ``status``, every text escaped and cut to its bound."""
     violations = verdict.violations
     lines = [violation.render() for violation in violations[:_LINES_MAX]]
     return {
@@ -64,6 +73,52 @@ def denial_status(admission: AdmissionRequest, verdict: Verdict) -> dict[str, ob
             "group": shown_field(admission.group, CAUSE_MESSAGE_MAX_BYTES),
             "kind": shown_field(admission.kind, CAUSE_MESSAGE_MAX_BYTES),
             "causes": bounded_causes(verdict),
+        },
+    }
+
+
+def _status_as_is(
+    admission: AdmissionRequest, violations: tuple[Violation, ...], code: int
+) -> dict[str, object] | None:
+    """``bounded_status`` when no text needs escaping or cutting, built without asking each
+    (what an apiserver's review and nicguard's findings hold): None when one might."""
+    if len(violations) > CAUSES_MAX:
+        return None
+    where, name = _where(admission), admission.name
+    texts = [where, name, admission.group, admission.kind]
+    for violation in violations:
+        field, message = violation.field, violation.message
+        if (
+            violation.causes
+            or len(field) > CAUSE_FIELD_MAX_BYTES
+            or len(message) > CAUSE_MESSAGE_MAX_BYTES
+        ):
+            return None
+        texts += (field, message)
+    joined = "".join(texts)
+    if not (joined.isascii() and joined.isprintable()):
+        return None
+    lines = "\n".join([violation.render() for violation in violations])
+    message = f"{where}: {lines}"
+    # The kind and the name are within ``where``, shorter than each of their bounds.
+    if (
+        len(message) > MESSAGE_MAX_BYTES
+        or len(where) > CAUSE_MESSAGE_MAX_BYTES
+        or len(admission.group) > CAUSE_MESSAGE_MAX_BYTES
+    ):
+        return None
+    return {
+        "status": "Failure",
+        "code": code,
+        "reason": _REASONS[code],
+        "message": message,
+        "details": {
+            "name": name,
+            "group": admission.group,
+            "kind": admission.kind,
+            "causes": [
+                {"reason": v.code, "field": v.field, "message": v.message} for v in violations
+            ],
         },
     }
 

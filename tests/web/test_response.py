@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Final
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from app.domain.kinds import Kind
 from app.domain.review import Operation, Review
@@ -19,6 +20,7 @@ from app.web.response import (
     audit_annotations,
     bounded_causes,
     bounded_message,
+    bounded_status,
     bounded_warnings,
     denial_status,
     review_response,
@@ -244,3 +246,112 @@ def test_thousands_of_violations_are_counted_not_rendered(count: int) -> None:
         assert causes[-1]["message"] == (
             f"... and {count - CAUSES_MAX + 1} more (status.message counts the violations)"
         )
+
+
+# Texts that need no escaping, near each bound; and any text: with control characters, not
+# ASCII, longer than every bound.
+_PLAIN = st.one_of(
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40),
+    st.integers(0, 300).map(lambda n: "y" * n),
+    st.integers(1020, 1030).map(lambda n: "z" * n),
+)
+_ANY = st.one_of(
+    _PLAIN,
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=20),
+    st.text(max_size=20),
+    st.integers(1000, 1100).map(lambda n: "x" * n),
+)
+
+
+def _denials(
+    text: st.SearchStrategy[str], causes: st.SearchStrategy[tuple[tuple[str, str], ...]]
+) -> st.SearchStrategy[tuple[AdmissionRequest, Verdict]]:
+    violation = st.builds(
+        lambda code, field, message, causes: Violation(
+            code=code, field=field, message=message, causes=causes
+        ),
+        st.sampled_from(Code),
+        text,
+        text,
+        causes,
+    )
+
+    def denial(
+        texts: tuple[str, str, str, str], violations: list[Violation]
+    ) -> tuple[AdmissionRequest, Verdict]:
+        namespace, name, group, kind = texts
+        request = admission(namespace, name)
+        request = AdmissionRequest(
+            uid=request.uid,
+            review=request.review,
+            kind=kind,
+            group=group,
+            name=name,
+            username=request.username,
+            dry_run=False,
+        )
+        return request, Verdict(violations=tuple(violations))
+
+    return st.builds(
+        denial,
+        st.tuples(text, text, text, text),
+        st.lists(violation, min_size=1, max_size=CAUSES_MAX + 2),
+    )
+
+
+@settings(max_examples=400)
+@given(
+    st.one_of(
+        _denials(_PLAIN, st.just(())),
+        _denials(_ANY, st.lists(st.tuples(_ANY, _ANY), max_size=3).map(tuple)),
+    )
+)
+def test_a_denial_built_as_is_is_the_bounded_one(denial: tuple[AdmissionRequest, Verdict]) -> None:
+    """What needs no escaping or cutting is built without asking each text: the same status."""
+    request, verdict = denial
+    code = 503 if verdict.undecided else 403
+    assert denial_status(request, verdict) == bounded_status(request, verdict, code)
+
+
+def _plain_denial(
+    *, message: int = 10, field: int = 10, group: int = 10, name: int = 1, violations: int = 1
+) -> tuple[AdmissionRequest, Verdict]:
+    request = admission("team-a", "n" * name)
+    request = AdmissionRequest(
+        uid=request.uid,
+        review=request.review,
+        kind=request.kind,
+        group="g" * group,
+        name=request.name,
+        username=request.username,
+        dry_run=False,
+    )
+    found = violation(Code.NETWORK_NOT_FOUND, "m" * message, "f" * field)
+    return request, Verdict(violations=(found,) * violations)
+
+
+# "TrainingRuntime/team-a/" is 23 characters; a line is "[NetworkNotFound] " and its message.
+@pytest.mark.parametrize(
+    "denial",
+    [
+        pytest.param(_plain_denial(message=256), id="a cause's message at its bound"),
+        pytest.param(_plain_denial(message=257), id="a cause's message past it"),
+        pytest.param(_plain_denial(field=1024), id="a cause's field at its bound"),
+        pytest.param(_plain_denial(field=1025), id="a cause's field past it"),
+        pytest.param(_plain_denial(group=256), id="the group at its bound"),
+        pytest.param(_plain_denial(group=257), id="the group past it"),
+        pytest.param(_plain_denial(name=233), id="the subject at its bound"),
+        pytest.param(_plain_denial(name=234), id="the subject past it"),
+        pytest.param(
+            _plain_denial(message=230, name=4, violations=4), id="the message at its bound"
+        ),
+        pytest.param(_plain_denial(message=231, name=4, violations=4), id="the message past it"),
+        pytest.param(_plain_denial(violations=CAUSES_MAX), id="as many causes as are listed"),
+        pytest.param(_plain_denial(violations=CAUSES_MAX + 1), id="one more"),
+    ],
+)
+def test_a_denial_at_each_bound_is_the_bounded_one(
+    denial: tuple[AdmissionRequest, Verdict],
+) -> None:
+    request, verdict = denial
+    assert denial_status(request, verdict) == bounded_status(request, verdict, 403)
