@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from app.domain.bounds import codes_once, escaped
+from app.domain.bounds import codes_once, escaped, printable_ascii
 from app.domain.verdict import Verdict
 from app.logs import log_event
 
@@ -41,12 +41,7 @@ def _field(text: str, max_bytes: int = FIELD_MAX_BYTES) -> str:
 def _plain(texts: tuple[str, ...]) -> bool:
     """Whether every text is one ``_field`` leaves as it is (printable ASCII, short): checked
     for all at once, as it holds for the apiserver's reviews."""
-    joined = "".join(texts)
-    return (
-        joined.isascii()
-        and joined.isprintable()
-        and 2 * max(map(len, texts)) + 2 <= FIELD_MAX_BYTES
-    )
+    return printable_ascii("".join(texts)) and 2 * max(map(len, texts)) + 2 <= FIELD_MAX_BYTES
 
 
 def _warnings(warnings: tuple[str, ...]) -> list[str]:

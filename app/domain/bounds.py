@@ -4,8 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from app.domain.verdict import Violation
+
+# The ASCII characters str.isprintable refuses: C0 controls and DEL.
+_CONTROLS: Final = bytes(range(0x20)) + b"\x7f"
+
+
+def printable_ascii(text: str) -> bool:
+    """``text.isascii() and text.isprintable()``, about half the cost for a text of a hundred
+    characters or more: isprintable looks each character up in the Unicode tables."""
+    return text.isascii() and len(text.encode().translate(None, _CONTROLS)) == len(text)
 
 
 def escaped(text: str) -> str:
@@ -32,7 +42,7 @@ def cut(text: str, max_bytes: int) -> str:
 
 def shown_field(text: str, max_bytes: int) -> str:
     """Object-supplied text as a log or response field: escaped, then cut."""
-    if text.isascii() and len(text) <= max_bytes and text.isprintable():
+    if len(text) <= max_bytes and printable_ascii(text):
         return text  # what every field of an apiserver's review is: nothing to escape or cut
     return cut(escaped(text), max_bytes)
 

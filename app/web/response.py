@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from app.domain.bounds import codes_once, cut, escaped, shown_field, size
+from app.domain.bounds import codes_once, cut, escaped, printable_ascii, shown_field, size
 from app.domain.verdict import Verdict, Violation
 from app.web.request import API_VERSION, KIND, AdmissionRequest
 
@@ -95,8 +95,7 @@ def _status_as_is(
         ):
             return None
         texts += (field, message)
-    joined = "".join(texts)
-    if not (joined.isascii() and joined.isprintable()):
+    if not printable_ascii("".join(texts)):
         return None
     lines = "\n".join([violation.render() for violation in violations])
     message = f"{where}: {lines}"

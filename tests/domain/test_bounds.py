@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, strategies as st
 
-from app.domain.bounds import codes_once, cut, escaped, shown_field, size
+from app.domain.bounds import codes_once, cut, escaped, printable_ascii, shown_field, size
 from app.domain.verdict import Code, Violation
 
 
@@ -51,3 +51,16 @@ def test_codes_are_listed_once_in_order() -> None:
         for code in (Code.NETWORK_DUPLICATED, Code.NETWORK_NOT_FOUND, Code.NETWORK_DUPLICATED)
     ]
     assert codes_once(found) == ["NetworkDuplicated", "NetworkNotFound"]
+
+
+@pytest.mark.parametrize("code", range(0x100))
+def test_printable_ascii_says_what_isascii_and_isprintable_say_of_each_character(code: int) -> None:
+    text = f"a{chr(code)}b"
+    assert printable_ascii(text) is (text.isascii() and text.isprintable())
+
+
+@given(st.text())
+@example("")
+@example("\ud800")
+def test_printable_ascii_says_what_isascii_and_isprintable_say(text: str) -> None:
+    assert printable_ascii(text) is (text.isascii() and text.isprintable())
