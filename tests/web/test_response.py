@@ -28,13 +28,19 @@ from app.web.response import (
 )
 
 
-def admission(namespace: str = "team-a", name: str = "r") -> AdmissionRequest:
+def admission(
+    namespace: str = "team-a",
+    name: str = "r",
+    *,
+    kind: str = "TrainingRuntime",
+    group: str = "trainer.kubeflow.org",
+) -> AdmissionRequest:
     review = Review(operation=Operation.CREATE, kind=Kind.TRAINING_RUNTIME, namespace=namespace)
     return AdmissionRequest(
         uid="u-1",
         review=review,
-        kind="TrainingRuntime",
-        group="trainer.kubeflow.org",
+        kind=kind,
+        group=group,
         name=name,
         username="alice",
         dry_run=False,
@@ -280,16 +286,7 @@ def _denials(
         texts: tuple[str, str, str, str], violations: list[Violation]
     ) -> tuple[AdmissionRequest, Verdict]:
         namespace, name, group, kind = texts
-        request = admission(namespace, name)
-        request = AdmissionRequest(
-            uid=request.uid,
-            review=request.review,
-            kind=kind,
-            group=group,
-            name=name,
-            username=request.username,
-            dry_run=False,
-        )
+        request = admission(namespace, name, kind=kind, group=group)
         return request, Verdict(violations=tuple(violations))
 
     return st.builds(
@@ -316,16 +313,7 @@ def test_a_denial_built_as_is_is_the_bounded_one(denial: tuple[AdmissionRequest,
 def _plain_denial(
     *, message: int = 10, field: int = 10, group: int = 10, name: int = 1, violations: int = 1
 ) -> tuple[AdmissionRequest, Verdict]:
-    request = admission("team-a", "n" * name)
-    request = AdmissionRequest(
-        uid=request.uid,
-        review=request.review,
-        kind=request.kind,
-        group="g" * group,
-        name=request.name,
-        username=request.username,
-        dry_run=False,
-    )
+    request = admission("team-a", "n" * name, group="g" * group)
     found = violation(Code.NETWORK_NOT_FOUND, "m" * message, "f" * field)
     return request, Verdict(violations=(found,) * violations)
 
