@@ -84,8 +84,10 @@ def _status_as_is(
     (what an apiserver's review and nicguard's findings hold): None when one might."""
     if len(violations) > CAUSES_MAX:
         return None
-    where, name = _where(admission), admission.name
-    texts = [where, name, admission.group, admission.kind]
+    where = _where(admission)
+    # The kind and the name are within ``where``: checked there, against a bound shorter than
+    # each of theirs.
+    texts = [where, admission.group]
     for violation in violations:
         field, message = violation.field, violation.message
         if (
@@ -99,7 +101,6 @@ def _status_as_is(
         return None
     lines = "\n".join([violation.render() for violation in violations])
     message = f"{where}: {lines}"
-    # The kind and the name are within ``where``, shorter than each of their bounds.
     if (
         len(message) > MESSAGE_MAX_BYTES
         or len(where) > CAUSE_MESSAGE_MAX_BYTES
@@ -112,7 +113,7 @@ def _status_as_is(
         "reason": _REASONS[code],
         "message": message,
         "details": {
-            "name": name,
+            "name": admission.name,
             "group": admission.group,
             "kind": admission.kind,
             "causes": [
