@@ -116,8 +116,7 @@ class JsonStreamHandler(logging.StreamHandler[TextIO]):
                 binary.write(encoded + b"\n")
                 binary.flush()
             else:
-                text = encoded.decode() if encoded is not None else _json_line(line)
-                self.stream.write(text + self.terminator)
+                self.stream.write(_as_text(line, encoded) + self.terminator)
                 self.stream.flush()
         except Exception:  # as emit(): reported on stderr, never raised to the caller
             self.handleError(_record(logger, level, message, fields))
@@ -177,8 +176,7 @@ def encode_line(line: dict[str, object]) -> str:
     ASCII (json escapes the rest): the same bytes for strings, integers, booleans, lists and maps.
     Floats in exponent notation (``1e-7``, not ``1e-07``), NaN and infinities (``null``) and enums
     that are not ``str`` (their value) are written as orjson writes them."""
-    encoded = _orjson_line(line)
-    return _json_line(line) if encoded is None else encoded.decode()
+    return _as_text(line, _orjson_line(line))
 
 
 def _orjson_line(line: dict[str, object]) -> bytes | None:
@@ -190,8 +188,13 @@ def _orjson_line(line: dict[str, object]) -> bytes | None:
     return encoded if encoded.isascii() and b"\x7f" not in encoded else None
 
 
-def _json_line(line: dict[str, object]) -> str:
-    return json.dumps(line, default=str, separators=(",", ":"))
+def _as_text(line: dict[str, object], encoded: bytes | None) -> str:
+    """``encode_line``'s text, given what ``_orjson_line`` made of ``line``."""
+    return (
+        json.dumps(line, default=str, separators=(",", ":"))
+        if encoded is None
+        else encoded.decode()
+    )
 
 
 # Set in the task of every uvicorn server but the first (`nicguard serve` runs the webhook and the
