@@ -5,19 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from app.admission_counts import AdmissionCounts
 from app.domain.cluster import CacheStatus
 from app.domain.drift import DriftBook, Result
-from app.domain.verdict import Code, Decision, Verdict
+from app.domain.verdict import Code, Verdict
 
 # Admission latencies are sub-millisecond to a few ms; the apiserver's own webhook buckets
 # (5 ms .. 25 s) are too coarse below 5 ms.
-# An ordinary denial has a few violations, each counted as it comes; beyond this many they are
-# grouped by code first.
-_COUNTED_ONE_BY_ONE: Final = 8
 _BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -135,21 +133,9 @@ class Metrics:
     ) -> None:
         """``audit``: the book the audit keeps and when it last changed (None: no audit)."""
         self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "nicguard_admission_requests",
-            "Admission requests by decision (allowed, denied, warned: under enforcement=warn)",
-            ["decision", "kind", "operation", "dry_run"],
-            registry=self.registry,
-        )
-        self.duration = Histogram(
-            "nicguard_admission_duration_seconds",
-            "Time to judge one admission request",
-            buckets=_BUCKETS,
-            registry=self.registry,
-        )
-        self.violations = Counter(
-            "nicguard_violations", "Enforced violations by code", ["code"], registry=self.registry
-        )
+        # Every review updates these: counted by a collector of nicguard's own.
+        self.admissions = AdmissionCounts(_BUCKETS)
+        self.registry.register(self.admissions)
         self.rejected = Counter(
             "nicguard_malformed_requests",
             "Requests refused unjudged: an HTTP 4xx, or 503 beyond the body budget",
@@ -192,40 +178,15 @@ class Metrics:
         self.registry.register(self.claimants)
         if audit is not None:
             self.registry.register(_AuditCollector(*audit))
-        # labels() stringifies its values and takes a lock on every call; observe() runs on
-        # every request with label sets from small closed sets, so it keeps the children.
-        self._requests_by_labels: dict[tuple[Decision, str, str, bool], Counter] = {}
-        self._violations_by_code: dict[str, Counter] = {}
 
     def observe(
         self, *, verdict: Verdict, kind: str, operation: str, dry_run: bool, seconds: float
     ) -> None:
-        decision = verdict.decision
-        labels = (decision, kind, operation, dry_run)
-        requests = self._requests_by_labels.get(labels)
-        if requests is None:
-            requests = self.requests.labels(decision.value, kind, operation, str(dry_run).lower())
-            self._requests_by_labels[labels] = requests
-        requests.inc()
-        self.duration.observe(seconds)
-        found = verdict.violations
-        if len(found) <= _COUNTED_ONE_BY_ONE:
-            for violation in found:
-                self._violations(violation.code.value).inc()
-            return
-        # An object of thousands of templates has thousands of violations: one increment per code.
-        counts: dict[str, int] = {}
-        for violation in found:
-            code = violation.code.value
-            counts[code] = counts.get(code, 0) + 1
-        for code, count in counts.items():
-            self._violations(code).inc(count)
-
-    def _violations(self, code: str) -> Counter:
-        violations = self._violations_by_code.get(code)
-        if violations is None:
-            violations = self._violations_by_code[code] = self.violations.labels(code)
-        return violations
+        self.admissions.observe(
+            (verdict.decision, kind, operation, dry_run),
+            seconds,
+            [violation.code for violation in verdict.violations],  # a Code is its value, a str
+        )
 
     def closing(self, listener: str, reasons: Iterable[str]) -> Callable[[str], None]:
         """Counts the connections ``listener`` closes; every reason is exported (0) from now."""
