@@ -29,14 +29,12 @@ class Kind(StrEnum):
         return self is not Kind.CLUSTER_TRAINING_RUNTIME
 
 
+_KINDS: Final = {kind.value: kind for kind in Kind}
+
+
 def kind_of(group: str, kind: str) -> Kind | None:
     """The Trainer kind for a group/kind pair, or None for anything nicguard does not judge."""
-    if group != TRAINER_GROUP:
-        return None
-    try:
-        return Kind(kind)
-    except ValueError:
-        return None
+    return _KINDS.get(kind) if group == TRAINER_GROUP else None
 
 
 def trainer_kind(obj: object) -> Kind | None:
@@ -73,15 +71,15 @@ _WORKLOAD_APIS: Final = {
     Workload.JOB: ("batch", "v1"),
     Workload.POD: ("", "v1"),
 }
+# Looked up for every review: a missing key is a dict miss, not a ValueError raised and caught.
+_WORKLOADS: Final = {
+    (group, workload.value): workload for workload, (group, _) in _WORKLOAD_APIS.items()
+}
 
 
 def workload_of(group: str, kind: str) -> Workload | None:
     """The workload for a group/kind pair, or None."""
-    try:
-        workload = Workload(kind)
-    except ValueError:
-        return None
-    return workload if workload.group == group else None
+    return _WORKLOADS.get((group, kind))
 
 
 def workload_kind(obj: object) -> Workload | None:
