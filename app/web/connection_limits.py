@@ -83,6 +83,11 @@ class _Phase(enum.Enum):
     CLOSED = enum.auto()
 
 
+# Read several times per request, so by module names: Python 3.11 looks an enum's member up
+# through EnumType.__getattr__'s hook, several times the cost of a global (3.12 dropped it).
+_WAITING, _ANSWERING, _IDLE, _CLOSED = _Phase
+
+
 class _HeadersTooLargeError(Exception):
     """Raised in httptools' callback: the parser stops, uvicorn answers via send_400_response."""
 
@@ -99,7 +104,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._phase = _Phase.WAITING
+        self._phase = _WAITING
         self._since = 0.0
         self._deadline: asyncio.TimerHandle | None = None
         self._carrier: asyncio.Transport | None = None  # the TCP or, once started, TLS one
@@ -138,7 +143,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         """Accepted (plain TCP): take a place, then start TLS, all within the deadline."""
         self._carrier = transport
         if not self.listener.capacity.admit(self):
-            self._phase = _Phase.CLOSED
+            self._phase = _CLOSED
             self.listener.on_closed(Closed.REFUSED)
             transport.abort()
             return
@@ -181,7 +186,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 # keeping the 256 KiB TLS buffer until a full collection (measured: 4,000
                 # evictions grew RSS by 600 MiB; python/cpython#109534 is the same cycle).
                 error.__traceback__ = None
-        if secured is None or self._phase is _Phase.CLOSED:
+        if secured is None or self._phase is _CLOSED:
             # A failed handshake (the loop closed the socket) or our abort during it.
             self._forget()
             return
@@ -207,7 +212,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._close(Closed.EVICTED)
 
     def _close(self, reason: Closed) -> None:
-        if self._phase is _Phase.CLOSED:
+        if self._phase is _CLOSED:
             return
         self._forget()
         self.listener.on_closed(reason)
@@ -228,7 +233,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # --- BodyHold, for the app: the request's whole body waits for a thread -----------------
 
     def wait(self, evicted: Callable[[], None]) -> None:
-        if (bodies := self._bodies) is not None and self._phase is not _Phase.CLOSED:
+        if (bodies := self._bodies) is not None and self._phase is not _CLOSED:
             self._evicted = evicted
             bodies.budget.waiting(self)
 
@@ -238,9 +243,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             bodies.budget.arrived(self)
 
     def _forget(self) -> None:
-        if self._phase is not _Phase.CLOSED:  # once per connection
+        if self._phase is not _CLOSED:  # once per connection
             self.listener.closed.closed()
-        self._phase = _Phase.CLOSED
+        self._phase = _CLOSED
         self._handshake = None
         self._disarm()
         self.listener.capacity.leave(self)
@@ -253,7 +258,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def work_ended(self) -> None:
         """A request's work is over (answered, dropped or failed)."""
         self._working, self._evicted = False, None
-        if self._phase is _Phase.CLOSED and (bodies := self._bodies) is not None:
+        if self._phase is _CLOSED and (bodies := self._bodies) is not None:
             bodies.budget.release(self)  # lost meanwhile: held until now
 
     # --- the deadline ----------------------------------------------------------------------
@@ -277,15 +282,15 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._early is not None:
             self._early.append(data)
             return
-        if self._phase is _Phase.CLOSED:
+        if self._phase is _CLOSED:
             return
-        if self._phase is _Phase.IDLE:  # a new request's first byte
-            self._phase, self._since = _Phase.WAITING, self.loop.time()
+        if self._phase is _IDLE:  # a new request's first byte
+            self._phase, self._since = _WAITING, self.loop.time()
             self.listener.capacity.waiting(self)
         if self._head is not None:
             self._head += len(data)
         super().data_received(data)  # the request, if whole, is being answered: on_message_complete
-        if self._phase is not _Phase.WAITING:
+        if self._phase is not _WAITING:
             return
         if self._head is not None and self._head > self.listener.limits.header_bytes:
             self._too_large()  # and still no end of the headers
@@ -342,7 +347,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 if self._received > DECODED_FROM_BYTES:
                     self._received += decoded
             if self._received > self._reserved:  # chunked, longer than declared, or costly
-                if self._phase is _Phase.CLOSED:
+                if self._phase is _CLOSED:
                     return
                 if not bodies.budget.take(self, self._received - self._reserved):
                     self._close(Closed.BODY_BUDGET)
@@ -355,7 +360,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._partial, self._head = False, 0
         if (bodies := self._bodies) is not None:
             bodies.budget.arrived(self)
-        if self._phase is not _Phase.WAITING:
+        if self._phase is not _WAITING:
             return
         if self.cycle.response_complete and not self.pipeline:
             self._idle()  # answered before it was whole (413): nothing more to answer
@@ -366,9 +371,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         cast("_OneWrite", self.transport).flush()  # a head without a body (HEAD, 204)
         queued = bool(self.pipeline)
         super().on_response_complete()
-        if self._phase is _Phase.WAITING and (bodies := self._bodies) is not None:
+        if self._phase is _WAITING and (bodies := self._bodies) is not None:
             bodies.budget.release(self)  # answered before its body was whole: it is dropped
-        if self._phase is not _Phase.ANSWERING:
+        if self._phase is not _ANSWERING:
             return
         if self.transport.is_closing():
             # Answered on a connection going away (a 500, or a 400 to what followed the body):
@@ -378,20 +383,20 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 bodies.budget.release(self)
             return
         if self._partial:  # part of the next one
-            self._phase, self._since = _Phase.WAITING, self.loop.time()
+            self._phase, self._since = _WAITING, self.loop.time()
             self.listener.capacity.waiting(self)
             self._arm()
         elif not queued:  # else a pipelined request, already whole, is being answered
             self._idle()
 
     def _answering(self) -> None:
-        self._phase = _Phase.ANSWERING
+        self._phase = _ANSWERING
         self._disarm()
         self.listener.capacity.answering(self)
 
     def _idle(self) -> None:
         """Answered, nothing more begun: what its bodies reserved is free again."""
-        self._phase = _Phase.IDLE
+        self._phase = _IDLE
         self._disarm()
         self.listener.capacity.idle(self)
         if (bodies := self._bodies) is not None:
@@ -412,7 +417,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def _too_large(self) -> None:
         self.listener.on_closed(Closed.HEADER_SIZE)
-        self._phase = _Phase.CLOSED  # counted; it leaves the cap once closed (connection_lost)
+        self._phase = _CLOSED  # counted; it leaves the cap once closed (connection_lost)
         self._disarm()  # the TLS close_notify is bounded by ssl_shutdown_timeout
         body = b"request headers exceed %d bytes" % self.listener.limits.header_bytes
         self.transport.write(
