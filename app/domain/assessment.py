@@ -12,7 +12,7 @@ from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at, value_at
 from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
 from app.domain.pod_writes import JUDGED_SUBRESOURCES
-from app.domain.review import Operation, Review
+from app.domain.review import WRITES, Operation, Review
 from app.domain.value_type import value_type
 
 # Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
@@ -45,7 +45,7 @@ def skip_reason(review: Review) -> str | None:
         return _protected_skip_reason(kind, review)
     if isinstance(kind, Workload) and review.operation not in _WORKLOAD_OPERATIONS:
         return f"{review.operation} of a {kind.value} is not checked"
-    if review.operation not in (Operation.CREATE, Operation.UPDATE):
+    if review.operation not in WRITES:
         return f"{review.operation} is not checked"
     if review.subresource and not _rewires_pod(review):
         return f"subresource {review.subresource} is not checked"

@@ -4,6 +4,7 @@ parsed from it (the recipe, a runtime snapshot)."""
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 from app.domain.fields import JsonMap
 from app.domain.kinds import Role
@@ -19,6 +20,10 @@ class Operation(StrEnum):
     UPDATE = "UPDATE"
     DELETE = "DELETE"
     CONNECT = "CONNECT"
+
+
+WRITES: Final = frozenset({Operation.CREATE, Operation.UPDATE})
+"""The operations that write an object: the review carries it (``request.object``)."""
 
 
 @value_type(kw_only=True)

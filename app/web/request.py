@@ -14,7 +14,7 @@ from app.domain.fields import JsonMap, str_at
 from app.domain.kinds import Copy, Protected, Role, Workload, kind_of, workload_of
 from app.domain.network import NETWORK_GROUP
 from app.domain.pod_writes import BINDING, BINDING_KIND, pod_of_binding
-from app.domain.review import Operation, Review
+from app.domain.review import WRITES, Operation, Review
 from app.domain.runtime_snapshot import read_snapshot, snapshot_owner
 from app.domain.value_type import value_type
 from app.kubeyaml import load_snapshot_yaml
@@ -60,7 +60,7 @@ def request_from_body(body: object, recipe: ObjectName | None = None) -> Admissi
         raise MalformedReviewError("request.uid is missing")
     operation = _operation(request.get("operation"))
     obj, old_obj = _optional_map(request, "object"), _optional_map(request, "oldObject")
-    if operation in (Operation.CREATE, Operation.UPDATE) and obj is None:
+    if operation in WRITES and obj is None:
         raise MalformedReviewError(f"request.object is required for {operation}")
     # Each map is narrowed once and its keys read directly, not walked by str_at field by field:
     # this runs on every request.
