@@ -6,6 +6,9 @@ overlaid by its patches (app/domain/trainjob.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from app.domain.claims import DEFAULT_NAMESPACE, NO_CLAIMS, PodClaims, pod_claims
 from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap, str_at
@@ -26,10 +29,20 @@ from app.domain.wiring import Wiring, template_wiring
 
 @value_type
 class Evaluation:
-    """A verdict plus the wiring fingerprint that UPDATE grandfathering compares."""
+    """A verdict plus the wiring fingerprint that UPDATE grandfathering compares, made when
+    asked: only an UPDATE that would be denied asks."""
 
     verdict: Verdict
-    fingerprint: tuple[object, ...]
+    fingerprinted: Callable[[], tuple[object, ...]]
+
+    @property
+    def fingerprint(self) -> tuple[object, ...]:
+        return self.fingerprinted()
+
+
+def known(fingerprint: tuple[object, ...]) -> Callable[[], tuple[object, ...]]:
+    """A fingerprint already made, as an ``Evaluation`` takes it."""
+    return lambda: fingerprint
 
 
 @value_type
@@ -90,7 +103,7 @@ def judge_runtime(
         named=named,
         namespace=pods_in,
     )
-    return Evaluation(out.build(), fingerprint_of(subjects))
+    return Evaluation(out.build(), partial(fingerprint_of, subjects))
 
 
 def runtime_fingerprint(obj: JsonMap) -> tuple[object, ...]:

@@ -15,6 +15,7 @@ from app.domain.judge import (
     Subject,
     judge_runtime,
     judge_subjects,
+    known,
     template_subject,
 )
 from app.domain.kinds import runtime_ref_of
@@ -59,7 +60,7 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     if ref is None or runtime_kind is None:
         named = "has no name" if ref is None else f"names {shown(ref.describe())}"
         out.note(f"spec.runtimeRef {named}, not a Trainer runtime; wiring not checked")
-        return Evaluation(out.build(), fingerprint)
+        return Evaluation(out.build(), known(fingerprint))
     runtime = view.runtime(runtime_kind, namespace, ref.name)
     if isinstance(runtime, Unverifiable):
         # The TrainJob's own patches still count: an UPDATE that changes them changes the wiring.
@@ -74,10 +75,10 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
             _RUNTIME_REF,
             f"the runtime {shown(ref.describe())} cannot be looked up: {runtime.reason}",
         )
-        return Evaluation(out.build(), fingerprint)
+        return Evaluation(out.build(), known(fingerprint))
     if runtime is None:
         out.note(f"runtime {shown(ref.describe())} not found; wiring not checked")
-        return Evaluation(out.build(), fingerprint)
+        return Evaluation(out.build(), known(fingerprint))
     templates = job_templates(runtime, ancestors=patched_ancestors(obj))
     subjects = tuple(
         [
@@ -130,7 +131,7 @@ def judge_trainjob(obj: JsonMap, namespace: str, view: ClusterView, policy: Poli
     )
     return Evaluation(
         out.build(),
-        (
+        lambda: (
             ref,
             *((s.job, *s.wiring.fingerprint()) for s in subjects),
             tuple(d.fingerprint() for d in directives),

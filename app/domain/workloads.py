@@ -5,12 +5,20 @@ JobSet's or Job's template; every finding naming the object and its controller."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Final
 
 from app.domain.annotation import INTERFACES_ANNOTATION
 from app.domain.cluster import ClusterView
 from app.domain.fields import FieldPath, JsonMap, as_list, map_at, str_at, value_at
-from app.domain.judge import Evaluation, Subject, fingerprint_of, judge_subjects, template_subject
+from app.domain.judge import (
+    Evaluation,
+    Subject,
+    fingerprint_of,
+    judge_subjects,
+    known,
+    template_subject,
+)
 from app.domain.kinds import Workload
 from app.domain.policy import Policy, Workloads
 from app.domain.profiles import UNBOUND
@@ -44,7 +52,7 @@ def judge_workload(
     Pod may lose its wiring). ``workloads=off`` judges nothing, ``warn`` makes each denial a
     warning."""
     if policy.workloads is Workloads.OFF:
-        return Evaluation(Verdict(), ())
+        return Evaluation(Verdict(), known(()))
     templates = workload_templates(kind, obj)
     subjects = _subjects(templates)
     out = VerdictBuilder(subject=lambda: f"{describe_workload(kind, obj, namespace)}: ")
@@ -65,7 +73,7 @@ def judge_workload(
     verdict = out.build()
     if policy.workloads is Workloads.WARN and not verdict.allowed:
         verdict = verdict.allowing(warned=False)
-    return Evaluation(verdict, fingerprint_of(subjects))
+    return Evaluation(verdict, partial(fingerprint_of, subjects))
 
 
 def workload_fingerprint(kind: Workload, obj: JsonMap) -> tuple[object, ...]:

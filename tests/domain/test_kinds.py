@@ -119,6 +119,13 @@ def test_workloads_are_known_by_group_and_kind(
     assert workload_of(group, kind) is expected
 
 
+@pytest.mark.parametrize("workload", list(Workload))
+def test_a_workload_is_known_by_its_own_group_and_version(workload: Workload) -> None:
+    assert workload_of(workload.group, workload) is workload
+    prefix = f"{workload.group}/" if workload.group else ""
+    assert workload.api_version == f"{prefix}{workload.version}"
+
+
 @pytest.mark.parametrize(
     ("obj", "expected"),
     [

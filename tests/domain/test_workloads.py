@@ -603,7 +603,8 @@ def test_workloads_off_judges_nothing_and_fingerprints_nothing() -> None:
 def test_evaluate_object_dispatches_workloads() -> None:
     obj = batch_job(wired(MISSING))
     direct = judge_workload(Workload.JOB, obj, "team-a", snapshot(), Policy())
-    assert evaluate_object(Workload.JOB, obj, "team-a", snapshot(), Policy()) == direct
+    dispatched = evaluate_object(Workload.JOB, obj, "team-a", snapshot(), Policy())
+    assert (dispatched.verdict, dispatched.fingerprint) == (direct.verdict, direct.fingerprint)
     assert [v.code.value for v in direct.verdict.violations] == ["NetworkNotFound"]
 
 
