@@ -41,7 +41,11 @@ def _field(text: str, max_bytes: int = FIELD_MAX_BYTES) -> str:
 def _plain(texts: tuple[str, ...]) -> bool:
     """Whether every text is one ``_field`` leaves as it is (printable ASCII, short): checked
     for all at once, as it holds for the apiserver's reviews."""
-    return printable_ascii("".join(texts)) and 2 * max(map(len, texts)) + 2 <= FIELD_MAX_BYTES
+    joined = "".join(texts)
+    if not printable_ascii(joined):
+        return False
+    # Texts short together are each short: the longest is measured only when they are not.
+    return 2 * len(joined) + 2 <= FIELD_MAX_BYTES or 2 * max(map(len, texts)) + 2 <= FIELD_MAX_BYTES
 
 
 def _warnings(warnings: tuple[str, ...]) -> list[str]:

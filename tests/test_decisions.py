@@ -256,6 +256,8 @@ _TEXTS: Final = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(texts=st.tuples(*[_TEXTS] * len(_TEXT_FIELDS)))
 @example(texts=("u", "g", "k", "n", "x" * 256, "alice", "ns/r@7", "10.0.0.2:41234"))
+@example(texts=("u", "g", "k", "n", "x" * 255, "alice", "ns/r@7", "10.0.0.2:41234"))
+@example(texts=("u", "g" * 200, "k", "n", "x" * 200, "alice", "ns/r@7", "10.0.0.2:41234"))
 @example(texts=("u", "g", "k", "n", "x\n", "alice", "ns/r@7", "10.0.0.2:41234"))
 def test_every_text_field_is_escaped_and_cut_whatever_else_the_line_holds(
     texts: tuple[str, ...],
