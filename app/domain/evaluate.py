@@ -5,6 +5,8 @@ setting ``enforcement``. Every applicable rule reports; the result is a Verdict.
 
 from __future__ import annotations
 
+from typing import Final
+
 from app.domain.assessment import Assessment, assess
 from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap
@@ -19,6 +21,12 @@ from app.domain.trainjob import judge_trainjob
 from app.domain.verdict import Verdict
 from app.domain.workloads import judge_workload, workload_fingerprint
 
+# Read per review, so by module names (an enum member costs more on 3.11: docs/request-cost.md).
+_DENY: Final = Enforcement.DENY
+_TRAIN_JOB: Final = Kind.TRAIN_JOB
+_UPDATE: Final = Operation.UPDATE
+_POD: Final = Workload.POD
+
 
 def evaluate(
     review: Review, view: ClusterView, policy: Policy, *, assessment: Assessment | None = None
@@ -26,7 +34,7 @@ def evaluate(
     """The verdict for one request; never raises for any input. ``assessment`` is the request's,
     when the caller has made it already (to fetch the runtime a TrainJob needs)."""
     verdict = _judge(review, view, policy, assessment or assess(review))
-    if policy.enforcement is Enforcement.DENY or verdict.allowed:
+    if verdict.allowed or policy.enforcement is _DENY:
         return verdict
     # enforcement=warn (docs/rollout.md): what would deny is allowed, its lines the first warnings.
     return verdict.allowing(warned=True)
@@ -45,7 +53,7 @@ def evaluate_object(
     CREATE; never raises. ``old``: the workload an UPDATE replaces (wiring it removes)."""
     if isinstance(kind, Workload):
         return judge_workload(kind, obj, namespace, view, policy, old=old)
-    if kind is Kind.TRAIN_JOB:
+    if kind is _TRAIN_JOB:
         return judge_trainjob(obj, namespace, view, policy)
     # A TrainingRuntime's pods run in its namespace; a ClusterTrainingRuntime alone names none.
     return judge_runtime(kind, obj, view, policy, pods_in=namespace or None)
@@ -71,10 +79,10 @@ def _judge_object(
     are attached from the annotation as it is when its sandbox is created)."""
     if review.obj is None:
         return Verdict()
-    updated = review.old_obj if review.operation is Operation.UPDATE else None
+    updated = review.old_obj if review.operation is _UPDATE else None
     current = evaluate_object(kind, review.obj, review.namespace, view, policy, old=updated)
     verdict = current.verdict
-    if updated is None or verdict.allowed or kind is Workload.POD:
+    if updated is None or verdict.allowed or kind is _POD:
         return verdict
     # The old object's wiring is read before it is judged, if it is judged at all: an object can
     # hold thousands of templates (a JobSet's), and judging them costs ten times reading them.
