@@ -101,7 +101,9 @@ class Decision(StrEnum):
 
 # Read by every review, so by module names: Python 3.11 looks an enum's member up through
 # EnumType.__getattr__'s hook, several times the cost of a global (3.12 dropped it).
-_ALLOWED, _DENIED, _WARNED = Decision
+_ALLOWED: Final = Decision.ALLOWED
+_DENIED: Final = Decision.DENIED
+_WARNED: Final = Decision.WARNED
 _UNDECIDED: Final = Code.CLUSTER_STATE_UNAVAILABLE
 
 

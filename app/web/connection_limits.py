@@ -85,7 +85,10 @@ class _Phase(enum.Enum):
 
 # Read several times per request, so by module names: Python 3.11 looks an enum's member up
 # through EnumType.__getattr__'s hook, several times the cost of a global (3.12 dropped it).
-_WAITING, _ANSWERING, _IDLE, _CLOSED = _Phase
+_WAITING: Final = _Phase.WAITING
+_ANSWERING: Final = _Phase.ANSWERING
+_IDLE: Final = _Phase.IDLE
+_CLOSED: Final = _Phase.CLOSED
 
 
 class _HeadersTooLargeError(Exception):
