@@ -35,7 +35,7 @@ _PROTECTED_OPERATIONS: Final[dict[Protected | Copy, frozenset[Operation]]] = {
 }
 # A Pod's UPDATE counts too: one without a sandbox yet (gated, pending) gets the NICs its
 # annotation names when the sandbox is created, not the ones its CREATE was judged on.
-_WORKLOAD_OPERATIONS: Final = frozenset({Operation.CREATE, Operation.UPDATE})
+_WORKLOAD_OPERATIONS: Final = WRITES
 
 
 # Read per review, so by module names (an enum member costs more on 3.11: docs/request-cost.md).
