@@ -20,7 +20,7 @@ DURATION: Final = "nicguard_admission_duration_seconds"
 VIOLATIONS: Final = "nicguard_violations"
 _REQUEST_LABELS: Final = ("decision", "kind", "operation", "dry_run")
 
-# Label values as the exposition writes them: dry_run "true" or "false", as Counter.labels did.
+# decision, kind, operation, dry_run; dry_run is written "true" or "false", as Counter.labels did.
 RequestLabels = tuple[str, str, str, bool]
 
 
