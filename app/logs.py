@@ -64,16 +64,36 @@ class JsonFormatter(logging.Formatter):
         self._second_text = ""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {
-            "time": self.time(int(record.created), int(record.msecs)),
-            "severity": _SEVERITIES.get(record.levelno) or severity(record.levelno),
-            "message": record.getMessage(),
-            "logger": record.name,
-            **{k: v for k, v in vars(record).items() if k not in _RESERVED},
-        }
+        line = self.line(
+            int(record.created),
+            int(record.msecs),
+            record.levelno,
+            record.getMessage(),
+            record.name,
+            {k: v for k, v in vars(record).items() if k not in _RESERVED},
+        )
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return encode_line(line)
+
+    def line(
+        self,
+        second: int,
+        msecs: int,
+        levelno: int,
+        message: str,
+        name: str,
+        fields: dict[str, object],
+    ) -> dict[str, object]:
+        """The four keys every line starts with, then ``fields``: one dict. ``second`` since the
+        epoch, ``msecs`` past it."""
+        return {
+            "time": self.time(second, msecs),
+            "severity": _SEVERITIES.get(levelno) or severity(levelno),
+            "message": message,
+            "logger": name,
+            **fields,
+        }
 
     def time(self, second: int, msecs: int) -> str:
         """``time``'s text, ``second`` since the epoch and ``msecs`` past it."""
@@ -99,14 +119,9 @@ class JsonStreamHandler(logging.StreamHandler[TextIO]):
         self.acquire()
         try:
             now = time.time_ns()
-            # The keys ``format`` puts first, then the fields: one dict, as ``format`` builds it.
-            line = {
-                "time": self.json.time(now // 1_000_000_000, now // 1_000_000 % 1000),
-                "severity": _SEVERITIES.get(level) or severity(level),
-                "message": message,
-                "logger": logger.name,
-                **fields,
-            }
+            line = self.json.line(
+                now // 1_000_000_000, now // 1_000_000 % 1000, level, message, logger.name, fields
+            )
             encoded = _orjson_line(line)
             # The stream's own bytes when it has them (stdout does), and the line is ASCII: not
             # decoded to be encoded again. The text layer holds nothing of this handler's: it
