@@ -69,6 +69,10 @@ class Capacity:
         self._waiting.pop(member, None)
         self._idle[member] = None
 
+    def answering_besides(self, member: Member) -> bool:
+        """Whether a connection other than ``member`` is being answered."""
+        return len(self._answering) > (member in self._answering)
+
     def leave(self, member: Member) -> None:
         """Closed (a no-op for one already evicted)."""
         self._waiting.pop(member, None)

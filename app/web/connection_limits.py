@@ -22,6 +22,7 @@ from app.web.body import MAX_BODY_BYTES
 from app.web.body_budget import BODY_HOLD, BodyBudget
 from app.web.capacity import Capacity
 from app.web.decoded_cost import DECODED_FROM_BYTES, DecodedCost
+from app.web.outbox import Outbox
 from app.web.peer import with_tls_extension
 
 # Memory, not file descriptors, is what runs out first: the loop gives every TLS connection a
@@ -74,6 +75,7 @@ class Listener:
     on_closed: OnClosed
     bodies: Bodies | None = None
     closed: ClosedConnections = field(default_factory=ClosedConnections)
+    outbox: Outbox = field(default_factory=Outbox)
 
 
 class _Phase(enum.Enum):
@@ -203,7 +205,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         """To uvicorn, which answers on it through ``_OneWrite``."""
         self._handed = True
         super().connection_made(transport)
-        self.transport = cast("asyncio.Transport", _OneWrite(transport))
+        self.transport = cast("asyncio.Transport", _OneWrite(transport, self))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._handed:
@@ -222,6 +224,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._handshake is not None and not self._handshake.done():
             self._handshake.cancel()
         if self._carrier is not None:
+            self.listener.outbox.flush(self.loop)  # what it was answered goes before the abort
             self._carrier.abort()
 
     def give_way(self) -> None:
@@ -450,12 +453,18 @@ class _Working:
 class _OneWrite:
     """The transport uvicorn answers on, but a response's head waits for its first body bytes:
     uvicorn writes them separately, and each write costs a TLS record and a loopback or network
-    send of its own. Anything else (a 100 Continue above all) is written at once."""
+    send of its own. What is written goes through the listener's ``Outbox``: at the end of the
+    loop's pass while other connections are being answered, or before the connection is closed;
+    at once when none is and the outbox holds nothing."""
 
-    __slots__ = ("_head", "_transport")
+    __slots__ = ("_capacity", "_connection", "_head", "_loop", "_outbox", "_transport")
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, connection: LimitedHttpToolsProtocol) -> None:
         self._transport = transport
+        self._connection = connection
+        self._capacity = connection.listener.capacity
+        self._outbox = connection.listener.outbox
+        self._loop = connection.loop
         self._head = b""
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
@@ -464,15 +473,23 @@ class _OneWrite:
         elif data[:9] == b"HTTP/1.1 " and data[:13] != b"HTTP/1.1 100 ":
             self._head = bytes(data)
             return
-        self._transport.write(data)
+        self._send(data)
 
     def flush(self) -> None:
         if self._head:
             head, self._head = self._head, b""
-            self._transport.write(head)
+            self._send(head)
+
+    def _send(self, data: bytes | bytearray | memoryview) -> None:
+        outbox = self._outbox
+        if outbox.holding or self._capacity.answering_besides(self._connection):
+            outbox.write(self._loop, self._transport, data)
+        else:
+            self._transport.write(data)
 
     def close(self) -> None:
         self.flush()
+        self._outbox.flush(self._loop)
         self._transport.close()
 
     def is_closing(self) -> bool:

@@ -100,3 +100,20 @@ def test_who_gives_way_at_the_cap(limit: int, steps: str, evicted: str, held: in
 def test_a_listener_holds_at_least_one_connection(limit: int) -> None:
     with pytest.raises(ValueError, match=f"at least one connection, not {limit}"):
         Capacity(limit)
+
+
+def test_answering_besides_counts_only_the_other_connections_being_answered() -> None:
+    evicted: list[str] = []
+    capacity = Capacity(4)
+    a, b, c = (Conn(name, evicted) for name in "abc")
+    for conn in (a, b, c):
+        assert capacity.admit(conn)
+    assert not capacity.answering_besides(a)  # only waiting
+    capacity.answering(a)
+    assert not capacity.answering_besides(a)  # alone
+    assert capacity.answering_besides(b)  # a is, and b is not answering itself
+    capacity.answering(b)
+    assert capacity.answering_besides(a)
+    capacity.idle(b)
+    capacity.waiting(c)
+    assert not capacity.answering_besides(a)

@@ -259,3 +259,34 @@ def test_headers_over_the_cap_in_one_piece_get_431_and_are_closed(untimed: Liste
         reply += chunk
     assert reply.startswith(b"HTTP/1.1 431 ")
     assert untimed.closed == [Closed.HEADER_SIZE]
+
+
+def test_pipelined_requests_are_answered_in_order(untimed: Listening) -> None:
+    """Their answers are held to the end of a loop pass (app/web/outbox.py): still in order."""
+    sock = untimed.connect()
+    bodies = [b"%02d" % n for n in range(5)]
+    sock.sendall(b"".join(REQUEST[:-2] + body for body in bodies))
+    sock.setblocking(True)
+    sock.settimeout(5)
+    reply = b""
+    while reply.count(b"HTTP/1.1 200 ") < len(bodies) or not reply.endswith(bodies[-1]):
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {reply!r}"
+        reply += chunk
+    answered = [part.rpartition(b"\r\n\r\n")[2] for part in reply.split(b"HTTP/1.1 200 ")[1:]]
+    assert answered == bodies
+
+
+def test_connections_answered_in_one_pass_each_get_their_own_answer(untimed: Listening) -> None:
+    socks = [untimed.connect() for _ in range(3)]
+    for n, sock in enumerate(socks):
+        sock.sendall(REQUEST[:-2] + b"o%d" % n)
+    for n, sock in enumerate(socks):
+        sock.setblocking(True)
+        sock.settimeout(5)
+        reply = b""
+        while not reply.endswith(b"\r\n\r\no%d" % n):
+            chunk = sock.recv(65536)
+            assert chunk, f"closed after {reply!r}"
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.1 200 ")
