@@ -180,9 +180,11 @@ def run_passes(loop: asyncio.AbstractEventLoop) -> None:
         end_of_pass(loop)
 
 
-def test_an_answer_made_while_no_other_is_being_made_is_written_at_once(
-    loop: asyncio.AbstractEventLoop,
-) -> None:
+def answered_seeing(
+    loop: asyncio.AbstractEventLoop, count: int
+) -> tuple[list[int], list[tuple[str, bytes]]]:
+    """``count`` connections answered in one pass: the writes each app saw made when its answer
+    was sent, and what was written in the end."""
     record: list[tuple[str, bytes]] = []
     seen: list[int] = []
 
@@ -190,8 +192,15 @@ def test_an_answer_made_while_no_other_is_being_made_is_written_at_once(
         await answer_ok(scope, receive, send)
         seen.append(len(record))
 
-    answering(app, loop, record, 1)
+    answering(app, loop, record, count)
     run_passes(loop)
+    return seen, record
+
+
+def test_an_answer_made_while_no_other_is_being_made_is_written_at_once(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    seen, record = answered_seeing(loop, 1)
     assert seen == [1]  # written before the app returned: no pass waited for
     assert len(record) == 1
     assert record[0][1].startswith(b"HTTP/1.1 200 OK\r\n")
@@ -201,15 +210,7 @@ def test_an_answer_made_while_no_other_is_being_made_is_written_at_once(
 def test_answers_made_in_one_pass_are_written_together_at_its_end(
     loop: asyncio.AbstractEventLoop,
 ) -> None:
-    record: list[tuple[str, bytes]] = []
-    seen: list[int] = []
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        await answer_ok(scope, receive, send)
-        seen.append(len(record))
-
-    answering(app, loop, record, 3)
-    run_passes(loop)
+    seen, record = answered_seeing(loop, 3)
     assert seen == [0, 0, 0]  # each held: others were being answered, then it was queued
     assert [name for name, _ in record] == ["c0", "c1", "c2"]
     assert all(data.endswith(b"answered") for _, data in record)
