@@ -10,9 +10,9 @@ from typing import Final
 from app.domain.annotation import WIRING_KEYS
 from app.domain.cluster import RuntimeKey, runtime_key
 from app.domain.fields import JsonMap, map_at, value_at
-from app.domain.kinds import Copy, Kind, Protected, Workload, runtime_ref_of
+from app.domain.kinds import POD, TRAIN_JOB, Copy, Protected, Workload, runtime_ref_of
 from app.domain.pod_writes import JUDGED_SUBRESOURCES
-from app.domain.review import WRITES, Operation, Review
+from app.domain.review import UPDATE, WRITES, Operation, Review
 from app.domain.value_type import value_type
 
 # Deleting a namespace or cascading deletes must never deadlock on what nicguard guards: the
@@ -36,12 +36,6 @@ _PROTECTED_OPERATIONS: Final[dict[Protected | Copy, frozenset[Operation]]] = {
 # A Pod's UPDATE counts too: one without a sandbox yet (gated, pending) gets the NICs its
 # annotation names when the sandbox is created, not the ones its CREATE was judged on.
 _WORKLOAD_OPERATIONS: Final = WRITES
-
-
-# Read per review, so by module names (an enum member costs more on 3.11: docs/request-cost.md).
-_TRAIN_JOB: Final = Kind.TRAIN_JOB
-_POD: Final = Workload.POD
-_UPDATE: Final = Operation.UPDATE
 
 
 def skip_reason(review: Review) -> str | None:
@@ -75,7 +69,7 @@ def _terminating_reason(review: Review) -> str | None:
     deleting = value_at(review.obj, "metadata", "deletionTimestamp")
     if not deleting or map_at(review.obj, "metadata") is None:
         return None
-    if review.operation is not _UPDATE or review.obj is None or review.old_obj is None:
+    if review.operation is not UPDATE or review.obj is None or review.old_obj is None:
         return None
     if _beyond_metadata(review.obj) != _beyond_metadata(review.old_obj):
         return None
@@ -85,7 +79,7 @@ def _terminating_reason(review: Review) -> str | None:
 def _pod_wiring_kept(review: Review) -> str | None:
     """A Pod UPDATE that leaves both wiring annotations as they were (absent counts as a value)
     changes none of its NICs: not judged, as the shipped ``matchConditions`` never send it."""
-    if review.kind is not _POD or review.operation is not _UPDATE:
+    if review.kind is not POD or review.operation is not UPDATE:
         return None
     if review.old_obj is None or _pod_wiring(review.obj) != _pod_wiring(review.old_obj):
         return None
@@ -127,7 +121,7 @@ def assess(review: Review) -> Assessment:
 
 
 def _runtime_of(review: Review) -> RuntimeKey | None:
-    if review.kind is not _TRAIN_JOB or review.obj is None:
+    if review.kind is not TRAIN_JOB or review.obj is None:
         return None
     ref = runtime_ref_of(review.obj)
     kind = None if ref is None else ref.runtime_kind()

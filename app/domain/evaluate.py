@@ -12,10 +12,10 @@ from app.domain.cluster import ClusterView
 from app.domain.fields import JsonMap
 from app.domain.grandfather import grandfather
 from app.domain.judge import Evaluation, judge_runtime, runtime_fingerprint
-from app.domain.kinds import Copy, Kind, Protected, Workload
+from app.domain.kinds import POD, TRAIN_JOB, Copy, Kind, Protected, Workload
 from app.domain.policy import Enforcement, Policy
 from app.domain.protection import judge_protected
-from app.domain.review import Operation, Review
+from app.domain.review import UPDATE, Review
 from app.domain.snapshot import judge_snapshot
 from app.domain.trainjob import judge_trainjob
 from app.domain.verdict import Verdict
@@ -23,9 +23,6 @@ from app.domain.workloads import judge_workload, workload_fingerprint
 
 # Read per review, so by module names (an enum member costs more on 3.11: docs/request-cost.md).
 _DENY: Final = Enforcement.DENY
-_TRAIN_JOB: Final = Kind.TRAIN_JOB
-_UPDATE: Final = Operation.UPDATE
-_POD: Final = Workload.POD
 
 
 def evaluate(
@@ -53,7 +50,7 @@ def evaluate_object(
     CREATE; never raises. ``old``: the workload an UPDATE replaces (wiring it removes)."""
     if isinstance(kind, Workload):
         return judge_workload(kind, obj, namespace, view, policy, old=old)
-    if kind is _TRAIN_JOB:
+    if kind is TRAIN_JOB:
         return judge_trainjob(obj, namespace, view, policy)
     # A TrainingRuntime's pods run in its namespace; a ClusterTrainingRuntime alone names none.
     return judge_runtime(kind, obj, view, policy, pods_in=namespace or None)
@@ -79,10 +76,10 @@ def _judge_object(
     are attached from the annotation as it is when its sandbox is created)."""
     if review.obj is None:
         return Verdict()
-    updated = review.old_obj if review.operation is _UPDATE else None
+    updated = review.old_obj if review.operation is UPDATE else None
     current = evaluate_object(kind, review.obj, review.namespace, view, policy, old=updated)
     verdict = current.verdict
-    if updated is None or verdict.allowed or kind is _POD:
+    if updated is None or verdict.allowed or kind is POD:
         return verdict
     # The old object's wiring is read before it is judged, if it is judged at all: an object can
     # hold thousands of templates (a JobSet's), and judging them costs ten times reading them.

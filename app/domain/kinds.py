@@ -22,16 +22,17 @@ class Kind(StrEnum):
 
     @property
     def is_runtime(self) -> bool:
-        return self is not _TRAIN_JOB
+        return self is not TRAIN_JOB
 
     @property
     def namespaced(self) -> bool:
-        return self is not _CLUSTER_TRAINING_RUNTIME
+        return self is not CLUSTER_TRAINING_RUNTIME
 
 
-# Read per review, so by module names (an enum member costs more on 3.11: docs/request-cost.md).
-_CLUSTER_TRAINING_RUNTIME: Final = Kind.CLUSTER_TRAINING_RUNTIME
-_TRAIN_JOB: Final = Kind.TRAIN_JOB
+# The members a review reads, as module names to import: Python 3.11 looks an enum's member up
+# through EnumType.__getattr__'s hook, several times the cost of a global (docs/request-cost.md).
+CLUSTER_TRAINING_RUNTIME: Final = Kind.CLUSTER_TRAINING_RUNTIME
+TRAIN_JOB: Final = Kind.TRAIN_JOB
 
 
 _KINDS: Final = {kind.value: kind for kind in Kind}
@@ -71,6 +72,7 @@ class Workload(StrEnum):
         return f"{group}/{version}" if group else version
 
 
+POD: Final = Workload.POD  # read per review, as TRAIN_JOB above
 _WORKLOAD_APIS: Final = {
     Workload.JOB_SET: ("jobset.x-k8s.io", "v1alpha2"),
     Workload.JOB: ("batch", "v1"),

@@ -13,7 +13,7 @@ from typing import Final, TypeGuard
 
 from app.domain.annotation import InterfaceRef, interface_ref
 from app.domain.fields import JsonMap
-from app.domain.kinds import Kind
+from app.domain.kinds import CLUSTER_TRAINING_RUNTIME, Kind
 from app.domain.policy import PROFILE_LABEL, RECIPE_BOUND_LABEL, Policy
 from app.domain.verdict import shown
 
@@ -121,8 +121,6 @@ class Binding:
 
 
 UNBOUND: Final = Binding()
-# Read per review, so by module name (an enum member costs more on 3.11: docs/request-cost.md).
-_CLUSTER_TRAINING_RUNTIME: Final = Kind.CLUSTER_TRAINING_RUNTIME
 
 
 def binding_of(kind: Kind, runtime: JsonMap, policy: Policy) -> Binding:
@@ -137,7 +135,7 @@ def binding_of(kind: Kind, runtime: JsonMap, policy: Policy) -> Binding:
     labels = metadata.get("labels")
     labels = labels if _is_map(labels) else None
     name = metadata.get("name")
-    if kind is _CLUSTER_TRAINING_RUNTIME and isinstance(name, str):
+    if kind is CLUSTER_TRAINING_RUNTIME and isinstance(name, str):
         for profile in PROFILES:
             if name in profile.runtimes(policy):
                 return _by_name(profile, name, labels)

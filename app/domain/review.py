@@ -22,7 +22,8 @@ class Operation(StrEnum):
     CONNECT = "CONNECT"
 
 
-WRITES: Final = frozenset({Operation.CREATE, Operation.UPDATE})
+UPDATE: Final = Operation.UPDATE  # read per review, as TRAIN_JOB in app/domain/kinds.py
+WRITES: Final = frozenset({Operation.CREATE, UPDATE})
 """The operations that write an object: the review carries it (``request.object``)."""
 
 
